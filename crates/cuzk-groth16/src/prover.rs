@@ -1,0 +1,281 @@
+//! The Groth16 proving algorithm over a [`Backend`].
+//!
+//! For one partition witness and its parameters:
+//!
+//! 1. h: iNTT of a, b, c; coset NTT; (a*b - c)/Z on the coset; coset iNTT; the first n-1
+//!    coefficients are the scalars of the H MSM.
+//! 2. MSMs: H (dense), L (aux), A (inputs, then aux with A-density), B in G1 and G2 (inputs
+//!    and aux with B-density). Scalars 0 are dropped and scalars 1 become a batch addition
+//!    before any MSM: PoRep witnesses are mostly bits.
+//! 3. Assembly with blinding r, s:
+//!    A = alpha + a(tau) + r delta, B = beta + b(tau) + s delta,
+//!    C = h + l + s (alpha + a(tau)) + r (beta_1 + b_1(tau)) + r s delta_1.
+
+use std::time::{Duration, Instant};
+
+use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
+use ff::Field;
+use group::{prime::PrimeCurveAffine, Curve};
+
+use crate::backend::{Backend, BackendError, NttDirection, Selection};
+use crate::proof::Proof;
+use crate::srs::{Srs, SrsShape};
+use crate::witness::{Density, PartitionWitness};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ProveError {
+    #[error(
+        "parameters {path} do not fit this circuit: {section} has {found} points, the circuit \
+         needs {expected} (wrong parameter file for this proof type?)"
+    )]
+    ParamsMismatch {
+        path: String,
+        section: &'static str,
+        expected: usize,
+        found: usize,
+    },
+    #[error("the circuit has no constraints")]
+    EmptyCircuit,
+    #[error("parameters {0} have delta at infinity (subverted or corrupt parameters)")]
+    IdentityDelta(String),
+    #[error(transparent)]
+    Backend(#[from] BackendError),
+}
+
+/// Wall time of each proving stage of one partition.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ProveTimings {
+    /// NTTs and the coset quotient: a, b, c to the coefficients of h.
+    pub ntt_h: Duration,
+    pub msm_h: Duration,
+    pub msm_l: Duration,
+    pub msm_a: Duration,
+    pub msm_b_g1: Duration,
+    pub msm_b_g2: Duration,
+    pub assembly: Duration,
+}
+
+impl ProveTimings {
+    pub fn total(&self) -> Duration {
+        self.ntt_h + self.msm_h + self.msm_l + self.msm_a + self.msm_b_g1 + self.msm_b_g2 + self.assembly
+    }
+
+    pub fn accumulate(&mut self, o: &ProveTimings) {
+        self.ntt_h += o.ntt_h;
+        self.msm_h += o.msm_h;
+        self.msm_l += o.msm_l;
+        self.msm_a += o.msm_a;
+        self.msm_b_g1 += o.msm_b_g1;
+        self.msm_b_g2 += o.msm_b_g2;
+        self.assembly += o.assembly;
+    }
+}
+
+/// The scalars of one MSM query, split by value: zeros dropped, ones summed, the rest
+/// multiplied. Positions index the query's (compacted) base array.
+#[derive(Debug, Default)]
+struct SplitScalars {
+    ones: Vec<u32>,
+    others: Vec<u32>,
+    other_scalars: Vec<Scalar>,
+}
+
+impl SplitScalars {
+    /// Pairs `inputs` (density `input_density`, or all) then `aux` (density `aux_density`,
+    /// or all) with consecutive base positions, as the parameter file stores them.
+    fn new(
+        inputs: &[Scalar],
+        input_density: Option<&Density>,
+        aux: &[Scalar],
+        aux_density: Option<&Density>,
+    ) -> SplitScalars {
+        let mut s = SplitScalars::default();
+        let mut pos = 0u32;
+        for (values, density) in [(inputs, input_density), (aux, aux_density)] {
+            for (i, v) in values.iter().enumerate() {
+                if density.is_some_and(|d| !d.get(i)) {
+                    continue;
+                }
+                if *v == Scalar::ONE {
+                    s.ones.push(pos);
+                } else if !bool::from(v.is_zero()) {
+                    s.others.push(pos);
+                    s.other_scalars.push(*v);
+                }
+                pos += 1;
+            }
+        }
+        s
+    }
+
+    fn msm_g1(&self, be: &dyn Backend, bases: &[G1Affine]) -> Result<G1Projective, BackendError> {
+        Ok(be.sum_g1(bases, Selection::Indices(&self.ones))?
+            + be.msm_g1(bases, Selection::Indices(&self.others), &self.other_scalars)?)
+    }
+
+    fn msm_g2(&self, be: &dyn Backend, bases: &[G2Affine]) -> Result<G2Projective, BackendError> {
+        Ok(be.sum_g2(bases, Selection::Indices(&self.ones))?
+            + be.msm_g2(bases, Selection::Indices(&self.others), &self.other_scalars)?)
+    }
+}
+
+/// The shape a witness needs its parameters to have.
+pub fn required_shape(w: &PartitionWitness) -> SrsShape {
+    let n = w.num_constraints().max(1).next_power_of_two();
+    SrsShape {
+        ic: w.input_assignment.len(),
+        h: n - 1,
+        l: w.aux_assignment.len(),
+        a: w.input_assignment.len() + w.a_aux_density.total(),
+        b_g1: w.b_input_density.total() + w.b_aux_density.total(),
+        b_g2: w.b_input_density.total() + w.b_aux_density.total(),
+    }
+}
+
+fn check_shape(srs: &Srs, w: &PartitionWitness) -> Result<(), ProveError> {
+    let need = required_shape(w);
+    let have = srs.shape_of();
+    let sections = [
+        ("vk.ic", need.ic, have.ic),
+        ("h", need.h, have.h),
+        ("l", need.l, have.l),
+        ("a", need.a, have.a),
+        ("b_g1", need.b_g1, have.b_g1),
+        ("b_g2", need.b_g2, have.b_g2),
+    ];
+    for (section, expected, found) in sections {
+        if expected != found {
+            return Err(ProveError::ParamsMismatch {
+                path: srs.path.display().to_string(),
+                section,
+                expected,
+                found,
+            });
+        }
+    }
+    Ok(())
+}
+
+fn timed<T>(slot: &mut Duration, f: impl FnOnce() -> T) -> T {
+    let t = Instant::now();
+    let r = f();
+    *slot += t.elapsed();
+    r
+}
+
+/// The coefficients of h (n - 1 of them), consuming the witness's a, b, c.
+pub fn compute_h(
+    be: &dyn Backend,
+    mut a: Vec<Scalar>,
+    mut b: Vec<Scalar>,
+    mut c: Vec<Scalar>,
+) -> Result<Vec<Scalar>, BackendError> {
+    let n = a.len().max(1).next_power_of_two();
+    for v in [&mut a, &mut b, &mut c] {
+        v.resize(n, Scalar::ZERO);
+        be.ntt(v, NttDirection::Inverse)?;
+        be.ntt(v, NttDirection::CosetForward)?;
+    }
+    be.coset_quotient(&mut a, &b, &c)?;
+    drop((b, c));
+    be.ntt(&mut a, NttDirection::CosetInverse)?;
+    a.truncate(n - 1);
+    Ok(a)
+}
+
+/// Proves one partition with blinding `r`, `s`. The witness is consumed (its a, b, c become
+/// h in place).
+pub fn prove(
+    be: &dyn Backend,
+    srs: &Srs,
+    w: PartitionWitness,
+    r: Scalar,
+    s: Scalar,
+) -> Result<(Proof, ProveTimings), ProveError> {
+    if w.num_constraints() == 0 {
+        return Err(ProveError::EmptyCircuit);
+    }
+    check_shape(srs, &w)?;
+    let vk = &srs.vk;
+    if bool::from(vk.delta_g1.is_identity() | vk.delta_g2.is_identity()) {
+        return Err(ProveError::IdentityDelta(srs.path.display().to_string()));
+    }
+    let mut t = ProveTimings::default();
+    let PartitionWitness {
+        a,
+        b,
+        c,
+        input_assignment,
+        aux_assignment,
+        a_aux_density,
+        b_input_density,
+        b_aux_density,
+    } = w;
+
+    let h = timed(&mut t.ntt_h, || compute_h(be, a, b, c))?;
+    let h_acc = timed(&mut t.msm_h, || be.msm_g1(&srs.h, Selection::All, &h))?;
+    drop(h);
+
+    let (l_split, (a_split, b_split)) = rayon::join(
+        || SplitScalars::new(&[], None, &aux_assignment, None),
+        || {
+            rayon::join(
+                || SplitScalars::new(&input_assignment, None, &aux_assignment, Some(&a_aux_density)),
+                || {
+                    SplitScalars::new(
+                        &input_assignment,
+                        Some(&b_input_density),
+                        &aux_assignment,
+                        Some(&b_aux_density),
+                    )
+                },
+            )
+        },
+    );
+    let l_acc = timed(&mut t.msm_l, || l_split.msm_g1(be, &srs.l))?;
+    let a_acc = timed(&mut t.msm_a, || a_split.msm_g1(be, &srs.a))?;
+    let b1_acc = timed(&mut t.msm_b_g1, || b_split.msm_g1(be, &srs.b_g1))?;
+    let b2_acc = timed(&mut t.msm_b_g2, || b_split.msm_g2(be, &srs.b_g2))?;
+
+    let proof = timed(&mut t.assembly, || {
+        let delta_g1 = G1Projective::from(vk.delta_g1);
+        let g_a = delta_g1 * r + vk.alpha_g1 + a_acc;
+        let g_b = G2Projective::from(vk.delta_g2) * s + vk.beta_g2 + b2_acc;
+        let g_c = h_acc
+            + l_acc
+            + (a_acc + vk.alpha_g1) * s
+            + (b1_acc + vk.beta_g1) * r
+            + delta_g1 * (r * s);
+        let mut affine = [G1Affine::identity(); 2];
+        G1Projective::batch_normalize(&[g_a, g_c], &mut affine);
+        Proof {
+            a: affine[0],
+            b: g_b.to_affine(),
+            c: affine[1],
+        }
+    });
+    Ok((proof, t))
+}
+
+/// Random blinding values for a proof.
+pub fn random_blinding<R: rand_core::RngCore>(rng: &mut R) -> (Scalar, Scalar) {
+    (Scalar::random(&mut *rng), Scalar::random(&mut *rng))
+}
+
+/// Proves several partitions, synthesized witnesses in, proofs out, in order.
+pub fn prove_all(
+    be: &dyn Backend,
+    srs: &Srs,
+    witnesses: Vec<PartitionWitness>,
+    blinding: &[(Scalar, Scalar)],
+) -> Result<(Vec<Proof>, ProveTimings), ProveError> {
+    assert_eq!(witnesses.len(), blinding.len(), "one (r, s) per witness");
+    let mut total = ProveTimings::default();
+    let mut proofs = Vec::with_capacity(witnesses.len());
+    for (w, &(r, s)) in witnesses.into_iter().zip(blinding) {
+        let (p, t) = prove(be, srs, w, r, s)?;
+        total.accumulate(&t);
+        proofs.push(p);
+    }
+    Ok((proofs, total))
+}

@@ -1,0 +1,320 @@
+//! The structured reference string: Groth16 proving parameters in bellperson's `.params`
+//! format, read memory-mapped.
+//!
+//! Layout (all integers big-endian u32, all points uncompressed, G1 = 96 bytes,
+//! G2 = 192 bytes):
+//!
+//! ```text
+//! vk:   alpha_g1 beta_g1 beta_g2 gamma_g2 delta_g1 delta_g2  len(ic) ic[..]
+//! then: len(h) h[..]  len(l) l[..]  len(a) a[..]  len(b_g1) b_g1[..]  len(b_g2) b_g2[..]
+//! ```
+//!
+//! Every section length is checked against the file size before any point is decoded, so a
+//! truncated or corrupt file is refused with the section that is wrong, not a panic or a
+//! half-read key.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+
+use blstrs::{G1Affine, G2Affine};
+use group::prime::PrimeCurveAffine;
+use rayon::prelude::*;
+
+const G1_BYTES: usize = 96;
+const G2_BYTES: usize = 192;
+/// Fixed part of the verifying key: 3 G1 points and 3 G2 points.
+const VK_FIXED_BYTES: usize = 3 * G1_BYTES + 3 * G2_BYTES;
+
+/// Why a parameter file could not be used. Every variant names the file.
+#[derive(Debug, thiserror::Error)]
+pub enum SrsError {
+    #[error("parameter file {path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(
+        "parameter file {path} is truncated: section {section} needs {needed} bytes at offset \
+         {offset}, the file has {file_len} bytes (re-download or regenerate it)"
+    )]
+    Truncated {
+        path: PathBuf,
+        section: &'static str,
+        offset: usize,
+        needed: usize,
+        file_len: usize,
+    },
+    #[error(
+        "parameter file {path} has {extra} unexpected bytes after the last section (corrupt, or \
+         not a Groth16 .params file)"
+    )]
+    TrailingBytes { path: PathBuf, extra: usize },
+    #[error("parameter file {path}: point {index} of section {section} is {problem}")]
+    BadPoint {
+        path: PathBuf,
+        section: &'static str,
+        index: usize,
+        problem: &'static str,
+    },
+}
+
+/// The Groth16 verifying key, as stored at the head of a `.params` file.
+#[derive(Clone, Debug, PartialEq)]
+pub struct VerifyingKey {
+    pub alpha_g1: G1Affine,
+    pub beta_g1: G1Affine,
+    pub beta_g2: G2Affine,
+    pub gamma_g2: G2Affine,
+    pub delta_g1: G1Affine,
+    pub delta_g2: G2Affine,
+    /// One point per public input, the constant ONE first.
+    pub ic: Vec<G1Affine>,
+}
+
+/// Groth16 proving parameters for one circuit.
+///
+/// `a`, `b_g1` and `b_g2` are stored compacted: the points of inputs come first, then the
+/// points of the aux variables whose density bit is set (bellperson drops the others when it
+/// generates parameters). The prover walks the densities to pair scalars with these points.
+#[derive(Debug)]
+pub struct Srs {
+    pub path: PathBuf,
+    pub vk: VerifyingKey,
+    /// Powers of tau times Z(tau)/delta: one per coefficient of h (domain size - 1).
+    pub h: Vec<G1Affine>,
+    /// One per aux variable.
+    pub l: Vec<G1Affine>,
+    pub a: Vec<G1Affine>,
+    pub b_g1: Vec<G1Affine>,
+    pub b_g2: Vec<G2Affine>,
+}
+
+/// Section lengths of a parameter file, from its header alone.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SrsShape {
+    pub ic: usize,
+    pub h: usize,
+    pub l: usize,
+    pub a: usize,
+    pub b_g1: usize,
+    pub b_g2: usize,
+}
+
+impl SrsShape {
+    /// Bytes of decoded points this shape occupies in memory.
+    pub fn point_bytes(&self) -> usize {
+        (self.ic + self.h + self.l + self.a + self.b_g1) * std::mem::size_of::<G1Affine>()
+            + self.b_g2 * std::mem::size_of::<G2Affine>()
+    }
+}
+
+/// A cursor over the mapped file that turns every overrun into [`SrsError::Truncated`].
+struct Sections<'a> {
+    path: &'a Path,
+    bytes: &'a [u8],
+    offset: usize,
+}
+
+impl<'a> Sections<'a> {
+    fn take(&mut self, section: &'static str, needed: usize) -> Result<&'a [u8], SrsError> {
+        let end = self.offset.checked_add(needed).filter(|&e| e <= self.bytes.len());
+        match end {
+            Some(end) => {
+                let s = &self.bytes[self.offset..end];
+                self.offset = end;
+                Ok(s)
+            }
+            None => Err(SrsError::Truncated {
+                path: self.path.to_path_buf(),
+                section,
+                offset: self.offset,
+                needed,
+                file_len: self.bytes.len(),
+            }),
+        }
+    }
+
+    /// A length-prefixed section of `point_size`-byte points.
+    fn points(&mut self, section: &'static str, point_size: usize) -> Result<&'a [u8], SrsError> {
+        let len = self.take(section, 4)?;
+        let count = u32::from_be_bytes([len[0], len[1], len[2], len[3]]) as usize;
+        self.take(section, count * point_size)
+    }
+}
+
+trait UncompressedPoint: Sized + Send {
+    const SIZE: usize;
+    fn decode(bytes: &[u8]) -> Option<Self>;
+    fn is_identity_point(&self) -> bool;
+}
+
+impl UncompressedPoint for G1Affine {
+    const SIZE: usize = G1_BYTES;
+    fn decode(bytes: &[u8]) -> Option<Self> {
+        let repr: &[u8; G1_BYTES] = bytes.try_into().ok()?;
+        // On-curve is checked here; the subgroup check is skipped as bellperson does for
+        // cached parameters (it costs a scalar multiplication per point).
+        Option::from(G1Affine::from_uncompressed_unchecked(repr))
+    }
+    fn is_identity_point(&self) -> bool {
+        bool::from(self.is_identity())
+    }
+}
+
+impl UncompressedPoint for G2Affine {
+    const SIZE: usize = G2_BYTES;
+    fn decode(bytes: &[u8]) -> Option<Self> {
+        let repr: &[u8; G2_BYTES] = bytes.try_into().ok()?;
+        Option::from(G2Affine::from_uncompressed_unchecked(repr))
+    }
+    fn is_identity_point(&self) -> bool {
+        bool::from(self.is_identity())
+    }
+}
+
+fn decode_points<P: UncompressedPoint>(
+    path: &Path,
+    section: &'static str,
+    bytes: &[u8],
+) -> Result<Vec<P>, SrsError> {
+    bytes
+        .par_chunks_exact(P::SIZE)
+        .enumerate()
+        .map(|(index, raw)| {
+            let bad = |problem| SrsError::BadPoint {
+                path: path.to_path_buf(),
+                section,
+                index,
+                problem,
+            };
+            let p = P::decode(raw).ok_or_else(|| bad("not on the curve"))?;
+            if p.is_identity_point() {
+                return Err(bad("the point at infinity"));
+            }
+            Ok(p)
+        })
+        .collect()
+}
+
+fn single<P: UncompressedPoint>(
+    path: &Path,
+    s: &mut Sections<'_>,
+    section: &'static str,
+) -> Result<P, SrsError> {
+    let raw = s.take(section, P::SIZE)?;
+    Ok(decode_points::<P>(path, section, raw)?.remove(0))
+}
+
+struct RawSections<'a> {
+    vk_fixed: &'a [u8],
+    ic: &'a [u8],
+    h: &'a [u8],
+    l: &'a [u8],
+    a: &'a [u8],
+    b_g1: &'a [u8],
+    b_g2: &'a [u8],
+}
+
+impl RawSections<'_> {
+    fn shape(&self) -> SrsShape {
+        SrsShape {
+            ic: self.ic.len() / G1_BYTES,
+            h: self.h.len() / G1_BYTES,
+            l: self.l.len() / G1_BYTES,
+            a: self.a.len() / G1_BYTES,
+            b_g1: self.b_g1.len() / G1_BYTES,
+            b_g2: self.b_g2.len() / G2_BYTES,
+        }
+    }
+}
+
+/// Splits the file into its sections, checking every length against the file size.
+fn split<'a>(path: &'a Path, bytes: &'a [u8]) -> Result<RawSections<'a>, SrsError> {
+    let mut s = Sections {
+        path,
+        bytes,
+        offset: 0,
+    };
+    let raw = RawSections {
+        vk_fixed: s.take("verifying key", VK_FIXED_BYTES)?,
+        ic: s.points("vk.ic", G1_BYTES)?,
+        h: s.points("h", G1_BYTES)?,
+        l: s.points("l", G1_BYTES)?,
+        a: s.points("a", G1_BYTES)?,
+        b_g1: s.points("b_g1", G1_BYTES)?,
+        b_g2: s.points("b_g2", G2_BYTES)?,
+    };
+    if s.offset != bytes.len() {
+        return Err(SrsError::TrailingBytes {
+            path: path.to_path_buf(),
+            extra: bytes.len() - s.offset,
+        });
+    }
+    Ok(raw)
+}
+
+fn map_file(path: &Path) -> Result<memmap2::Mmap, SrsError> {
+    let io = |source| SrsError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let file = File::open(path).map_err(io)?;
+    // SAFETY: the mapping is read-only and private to this reader; parameter files are not
+    // modified while a daemon uses them (they are written once, atomically, by fetchers).
+    unsafe { memmap2::Mmap::map(&file) }.map_err(io)
+}
+
+impl Srs {
+    /// Reads only the header and section lengths: cheap, used to plan memory and to check
+    /// that a file matches a circuit before loading it.
+    pub fn shape(path: &Path) -> Result<SrsShape, SrsError> {
+        let map = map_file(path)?;
+        Ok(split(path, &map)?.shape())
+    }
+
+    /// Maps the file, validates the layout, and decodes all points in parallel.
+    pub fn load(path: &Path) -> Result<Srs, SrsError> {
+        let map = map_file(path)?;
+        let raw = split(path, &map)?;
+        let mut vk = Sections {
+            path,
+            bytes: raw.vk_fixed,
+            offset: 0,
+        };
+        let alpha_g1 = single(path, &mut vk, "vk.alpha_g1")?;
+        let beta_g1 = single(path, &mut vk, "vk.beta_g1")?;
+        let beta_g2 = single(path, &mut vk, "vk.beta_g2")?;
+        let gamma_g2 = single(path, &mut vk, "vk.gamma_g2")?;
+        let delta_g1 = single(path, &mut vk, "vk.delta_g1")?;
+        let delta_g2 = single(path, &mut vk, "vk.delta_g2")?;
+        Ok(Srs {
+            path: path.to_path_buf(),
+            vk: VerifyingKey {
+                alpha_g1,
+                beta_g1,
+                beta_g2,
+                gamma_g2,
+                delta_g1,
+                delta_g2,
+                ic: decode_points(path, "vk.ic", raw.ic)?,
+            },
+            h: decode_points(path, "h", raw.h)?,
+            l: decode_points(path, "l", raw.l)?,
+            a: decode_points(path, "a", raw.a)?,
+            b_g1: decode_points(path, "b_g1", raw.b_g1)?,
+            b_g2: decode_points(path, "b_g2", raw.b_g2)?,
+        })
+    }
+
+    pub fn shape_of(&self) -> SrsShape {
+        SrsShape {
+            ic: self.vk.ic.len(),
+            h: self.h.len(),
+            l: self.l.len(),
+            a: self.a.len(),
+            b_g1: self.b_g1.len(),
+            b_g2: self.b_g2.len(),
+        }
+    }
+}
