@@ -1,1 +1,308 @@
-fn main() {}
+//! cuzk-bench: prove without a daemon, make test fixtures, compare with filecoin-proofs.
+//!
+//! Thin on purpose: the work lives in cuzk-filecoin and cuzk-groth16.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use clap::{Parser, Subcommand, ValueEnum};
+use cuzk_filecoin::fixture::{ensure_fixture, parse_sector_size, Fixture};
+use cuzk_filecoin::params::{seal_params_path, use_proof_dirs};
+use cuzk_filecoin::{parse_c1, prove_porep_c2, prover_id_from_miner, PoRepTimings, SectorIdentity};
+use cuzk_groth16::{Backend, CpuBackend, Srs};
+
+#[derive(Parser)]
+#[command(name = "cuzk-bench", version, about = "cuzk's command-line prover and benchmark")]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum BackendKind {
+    Cpu,
+    Gpu,
+    /// The GPU when one is usable, otherwise the CPU.
+    Auto,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Generate (or reuse) test parameters and a sealed sector's C1 output.
+    GenFixture {
+        #[arg(long, default_value = "2KiB")]
+        sector_size: String,
+        /// Fixture directory [default: ~/.cache/cuzk/fixtures/<size>]
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// Prove a PoRep C1 output (PoRep commit phase 2) and write the proof bytes.
+    Prove {
+        /// C1 output: bare SealCommitPhase1Output JSON or a lotus-bench envelope.
+        #[arg(long)]
+        c1: PathBuf,
+        /// Directory with the parameter files (Filecoin naming).
+        #[arg(long)]
+        param_cache: PathBuf,
+        /// Miner actor id the sector was sealed by (gives the prover id).
+        #[arg(long, default_value_t = cuzk_filecoin::fixture::FIXTURE_MINER_ID)]
+        miner_id: u64,
+        /// Sector number [default: the envelope's SectorNum, else the fixture's].
+        #[arg(long)]
+        sector_id: Option<u64>,
+        #[arg(long, value_enum, default_value = "auto")]
+        backend: BackendKind,
+        #[arg(long)]
+        out: PathBuf,
+    },
+    /// Fixture (cached) + prove + verify + a short summary.
+    Demo {
+        #[arg(long)]
+        fixture_dir: Option<PathBuf>,
+        #[arg(long, value_enum, default_value = "auto")]
+        backend: BackendKind,
+    },
+    /// cuzk's prover against filecoin-proofs' seal_commit_phase2 on the same fixture, in the
+    /// same run; prints the ratio.
+    BenchC2 {
+        #[arg(long)]
+        fixture_dir: Option<PathBuf>,
+        /// Rounds of each (alternating), best time kept.
+        #[arg(long, default_value_t = 1)]
+        rounds: usize,
+        #[arg(long, value_enum, default_value = "cpu")]
+        backend: BackendKind,
+    },
+}
+
+fn default_fixture_dir(sector_size: u64) -> PathBuf {
+    let base = std::env::var_os("CUZK_FIXTURE_DIR")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/cuzk/fixtures")))
+        .unwrap_or_else(|| PathBuf::from("/tmp/cuzk-fixtures"));
+    base.join(format!("{}", human_size(sector_size)))
+}
+
+fn human_size(bytes: u64) -> String {
+    match bytes {
+        b if b >= 1 << 30 && b % (1 << 30) == 0 => format!("{}GiB", b >> 30),
+        b if b >= 1 << 20 && b % (1 << 20) == 0 => format!("{}MiB", b >> 20),
+        b if b >= 1 << 10 && b % (1 << 10) == 0 => format!("{}KiB", b >> 10),
+        b => format!("{b}B"),
+    }
+}
+
+fn select_backend(kind: BackendKind) -> Result<Box<dyn Backend>> {
+    match kind {
+        BackendKind::Cpu | BackendKind::Auto => Ok(Box::new(CpuBackend)),
+        BackendKind::Gpu => bail!(
+            "the GPU backend is not available in this build (cuzk-gpu is not built yet); use \
+             --backend cpu or auto"
+        ),
+    }
+}
+
+fn secs(d: Duration) -> String {
+    format!("{:>9.3} s", d.as_secs_f64())
+}
+
+fn print_timings(srs_load: Duration, t: &PoRepTimings) {
+    let p = &t.prove;
+    let rows = [
+        ("srs load", srs_load),
+        ("circuits", t.circuits),
+        ("synthesis", t.synthesis),
+        ("ntt / h", p.ntt_h),
+        ("msm h", p.msm_h),
+        ("msm l", p.msm_l),
+        ("msm a", p.msm_a),
+        ("msm b_g1", p.msm_b_g1),
+        ("msm b_g2", p.msm_b_g2),
+        ("assembly", p.assembly),
+        ("aggregation", t.aggregate),
+        ("verification", t.verify),
+    ];
+    for (name, d) in rows {
+        println!("  {name:<14}{}", secs(d));
+    }
+}
+
+/// A proof made by cuzk, with where the time went.
+struct Proved {
+    bytes: Vec<u8>,
+    srs_load: Duration,
+    timings: PoRepTimings,
+    total: Duration,
+}
+
+fn prove_file(
+    c1_path: &Path,
+    param_dir: &Path,
+    miner_id: u64,
+    sector_id: Option<u64>,
+    backend: &dyn Backend,
+) -> Result<Proved> {
+    let start = Instant::now();
+    let raw = std::fs::read(c1_path).with_context(|| format!("reading {}", c1_path.display()))?;
+    let c1 = parse_c1(&raw).with_context(|| format!("C1 input {}", c1_path.display()))?;
+    use_proof_dirs(param_dir, None)?;
+    let params = seal_params_path(param_dir, c1.registered_proof())?;
+    let t = Instant::now();
+    let srs = Srs::load(&params)?;
+    let srs_load = t.elapsed();
+    let sector_id = sector_id
+        .or(c1.sector_num)
+        .unwrap_or(cuzk_filecoin::fixture::FIXTURE_SECTOR_ID);
+    let id = SectorIdentity {
+        prover_id: prover_id_from_miner(miner_id),
+        sector_id,
+    };
+    let (bytes, timings) = prove_porep_c2(&c1, id, &srs, backend)?;
+    Ok(Proved {
+        bytes,
+        srs_load,
+        timings,
+        total: start.elapsed(),
+    })
+}
+
+fn fixture(dir: Option<PathBuf>, size: u64) -> Result<Fixture> {
+    let dir = dir.unwrap_or_else(|| default_fixture_dir(size));
+    println!("fixture: {}", dir.display());
+    let f = ensure_fixture(&dir, size)?;
+    if f.cached {
+        println!("  cached: parameters and C1 output present and valid");
+    } else {
+        println!(
+            "  generated: parameters {:.1} s, sealing {:.1} s",
+            f.param_time.as_secs_f64(),
+            f.seal_time.as_secs_f64()
+        );
+    }
+    Ok(f)
+}
+
+fn run(cli: Cli) -> Result<()> {
+    match cli.cmd {
+        Cmd::GenFixture { sector_size, out } => {
+            let size = parse_sector_size(&sector_size)?;
+            let f = fixture(out, size)?;
+            println!("  proof type  {:?}", f.info.registered_proof);
+            println!("  params      {}", f.param_dir().join(&f.info.params_file).display());
+            println!("  c1          {}", f.c1_path().display());
+            println!("  envelope    {}", f.envelope_path().display());
+            println!("  miner id    {}   sector id {}", f.info.miner_id, f.info.sector_id);
+        }
+        Cmd::Prove {
+            c1,
+            param_cache,
+            miner_id,
+            sector_id,
+            backend,
+            out,
+        } => {
+            let be = select_backend(backend)?;
+            let p = prove_file(&c1, &param_cache, miner_id, sector_id, be.as_ref())?;
+            println!(
+                "cuzk prove: {} partition(s), backend {}, proof verified with filecoin-proofs",
+                p.timings.partitions,
+                be.name()
+            );
+            print_timings(p.srs_load, &p.timings);
+            println!("  {:<14}{}", "total", secs(p.total));
+            std::fs::write(&out, &p.bytes).with_context(|| format!("writing {}", out.display()))?;
+            println!("proof: {} bytes -> {}", p.bytes.len(), out.display());
+        }
+        Cmd::Demo {
+            fixture_dir,
+            backend,
+        } => {
+            let f = fixture(fixture_dir, 2048)?;
+            let be = select_backend(backend)?;
+            let p = prove_file(&f.c1_path(), &f.param_dir(), f.info.miner_id, Some(f.info.sector_id), be.as_ref())?;
+            print_timings(p.srs_load, &p.timings);
+            let ok = cuzk_filecoin::verify_porep_c2(&parse_c1(&std::fs::read(f.c1_path())?)?.output, f.identity(), &p.bytes)?;
+            if !ok {
+                bail!("the demo proof does not verify");
+            }
+            println!(
+                "demo: {:?} sector proved on {} in {:.2} s; {} bytes; verify_seal: OK",
+                f.info.registered_proof,
+                be.name(),
+                p.total.as_secs_f64(),
+                p.bytes.len()
+            );
+        }
+        Cmd::BenchC2 {
+            fixture_dir,
+            rounds,
+            backend,
+        } => bench_c2(fixture(fixture_dir, 2048)?, rounds.max(1), select_backend(backend)?.as_ref())?,
+    }
+    Ok(())
+}
+
+/// cuzk against filecoin-proofs on the same C1, same process, same parameter files.
+fn bench_c2(f: Fixture, rounds: usize, be: &dyn Backend) -> Result<()> {
+    let raw = std::fs::read(f.c1_path())?;
+    let c1 = parse_c1(&raw)?;
+    let id = f.identity();
+    let mut best_ref = Duration::MAX;
+    let mut best_ours = Duration::MAX;
+    let mut best_ours_prove = Duration::MAX;
+    println!("bench-c2: {:?}, {} round(s), cuzk backend {}", f.info.registered_proof, rounds, be.name());
+    // filecoin-proofs caches parameters in memory after its first call; load ours once too
+    // and report both with and without the load.
+    let t = Instant::now();
+    let srs = Srs::load(&f.param_dir().join(&f.info.params_file))?;
+    let srs_load = t.elapsed();
+    for round in 1..=rounds {
+        let t = Instant::now();
+        let reference = filecoin_proofs_api::seal::seal_commit_phase2(
+            c1.output.clone(),
+            id.prover_id,
+            id.sector_id.into(),
+        )
+        .map_err(|e| anyhow::anyhow!("filecoin-proofs seal_commit_phase2: {e:#}"))?;
+        let r = t.elapsed();
+        let t = Instant::now();
+        let (ours, timings) = prove_porep_c2(&c1, id, &srs, be)?;
+        let o = t.elapsed();
+        println!(
+            "  round {round}: filecoin-proofs {:.3} s ({} bytes), cuzk {:.3} s ({} bytes)",
+            r.as_secs_f64(),
+            reference.proof.len(),
+            o.as_secs_f64(),
+            ours.len()
+        );
+        if round == rounds {
+            println!("  cuzk stages (last round):");
+            print_timings(srs_load, &timings);
+        }
+        best_ref = best_ref.min(r);
+        best_ours = best_ours.min(o);
+        best_ours_prove = best_ours_prove.min(o);
+    }
+    println!("=== bench-c2 summary ===");
+    println!("  filecoin-proofs seal_commit_phase2 (params cached after round 1): {:.3} s", best_ref.as_secs_f64());
+    println!("  cuzk prove (params resident, verification included):              {:.3} s", best_ours.as_secs_f64());
+    println!("  cuzk srs load (once):                                             {:.3} s", srs_load.as_secs_f64());
+    println!(
+        "  speedup filecoin-proofs / cuzk: {:.2}x",
+        best_ref.as_secs_f64() / best_ours_prove.as_secs_f64()
+    );
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
+    match run(Cli::parse()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,1 +1,18 @@
+//! Filecoin proof kinds on cuzk's prover.
+//!
+//! - [`c1`]: commit-phase-1 input, bare or in lotus-bench's envelope, with clear errors;
+//! - [`params`]: parameter files by Filecoin's naming, and filecoin-proofs' directories;
+//! - [`porep`]: PoRep C2 (every registered seal proof, 2 KiB to 64 GiB; interactive,
+//!   synthetic and non-interactive), verified with filecoin-proofs before it is returned;
+//! - [`fixture`]: test parameters and a sealed small sector, cached.
+//!
+//! Architecture invariant: circuits, public inputs, verification and the proof byte format
+//! come from filecoin-proofs and storage-proofs; the Groth16 proving is cuzk-groth16's.
 
+pub mod c1;
+pub mod fixture;
+pub mod params;
+pub mod porep;
+
+pub use c1::{parse_c1, C1Error, C1Input};
+pub use porep::{prove_porep_c2, prover_id_from_miner, verify_porep_c2, PoRepError, PoRepTimings, SectorIdentity};

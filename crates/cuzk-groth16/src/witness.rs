@@ -110,6 +110,15 @@ impl PartitionWitness {
     pub fn num_constraints(&self) -> usize {
         self.a.len()
     }
+
+    /// The first constraint with a * b != c, if any. A witness that fails here cannot give
+    /// a proof that verifies, so the prover refuses it before the expensive part.
+    pub fn first_unsatisfied(&self) -> Option<usize> {
+        use rayon::prelude::*;
+        (0..self.a.len())
+            .into_par_iter()
+            .find_first(|&i| self.a[i] * self.b[i] != self.c[i])
+    }
 }
 
 /// The constraint system that records a [`PartitionWitness`]. Extensible, so circuits that
