@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand, ValueEnum};
-use cuzk_filecoin::fixture::{ensure_fixture, parse_sector_size, Fixture};
+use cuzk_filecoin::fixture::{default_fixture_dir, ensure_fixture, parse_sector_size, Fixture};
 use cuzk_filecoin::params::{seal_params_path, use_proof_dirs};
 use cuzk_filecoin::{parse_c1, prove_porep_c2, prover_id_from_miner, PoRepTimings, SectorIdentity};
 use cuzk_groth16::{Backend, CpuBackend, Srs};
@@ -75,23 +75,6 @@ enum Cmd {
         #[arg(long, value_enum, default_value = "cpu")]
         backend: BackendKind,
     },
-}
-
-fn default_fixture_dir(sector_size: u64) -> PathBuf {
-    let base = std::env::var_os("CUZK_FIXTURE_DIR")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/cuzk/fixtures")))
-        .unwrap_or_else(|| PathBuf::from("/tmp/cuzk-fixtures"));
-    base.join(format!("{}", human_size(sector_size)))
-}
-
-fn human_size(bytes: u64) -> String {
-    match bytes {
-        b if b >= 1 << 30 && b % (1 << 30) == 0 => format!("{}GiB", b >> 30),
-        b if b >= 1 << 20 && b % (1 << 20) == 0 => format!("{}MiB", b >> 20),
-        b if b >= 1 << 10 && b % (1 << 10) == 0 => format!("{}KiB", b >> 10),
-        b => format!("{b}B"),
-    }
 }
 
 fn select_backend(kind: BackendKind) -> Result<Box<dyn Backend>> {

@@ -81,6 +81,26 @@ impl Fixture {
     }
 }
 
+/// Where fixtures are cached when no directory is given: `$CUZK_FIXTURE_DIR/<size>`, else
+/// `~/.cache/cuzk/fixtures/<size>` (outside any checkout, so CI and tests share them).
+pub fn default_fixture_dir(sector_size: u64) -> PathBuf {
+    let base = std::env::var_os("CUZK_FIXTURE_DIR")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/cuzk/fixtures")))
+        .unwrap_or_else(|| PathBuf::from("/tmp/cuzk-fixtures"));
+    base.join(human_size(sector_size))
+}
+
+/// 2048 -> "2KiB", 8388608 -> "8MiB".
+pub fn human_size(bytes: u64) -> String {
+    match bytes {
+        b if b >= 1 << 30 && b % (1 << 30) == 0 => format!("{}GiB", b >> 30),
+        b if b >= 1 << 20 && b % (1 << 20) == 0 => format!("{}MiB", b >> 20),
+        b if b >= 1 << 10 && b % (1 << 10) == 0 => format!("{}KiB", b >> 10),
+        b => format!("{b}B"),
+    }
+}
+
 /// Parses "2KiB", "8MiB", "2048" into bytes.
 pub fn parse_sector_size(s: &str) -> Result<u64> {
     let t = s.trim();
