@@ -103,6 +103,8 @@ fn n_inverse(n: usize) -> Scalar {
 
 /// Below this many elements a parallel split costs more than it saves.
 const MIN_PARALLEL: usize = 1 << 12;
+/// NTT elements that stay in a core's L2 cache (32 bytes each: 256 KiB).
+const CACHE_CHUNK: usize = 1 << 13;
 
 fn scale(values: &mut [Scalar], by: Scalar) {
     values.par_iter_mut().for_each(|v| *v *= by);
@@ -170,30 +172,32 @@ fn fft(values: &mut [Scalar], omega: Scalar, log_n: u32) {
         }
     });
 
-    let mut half = 1;
-    while half < n {
-        let stride = half_n / half; // twiddle step for this stage
-        let block = 2 * half;
-        if block >= MIN_PARALLEL && n / block < rayon::current_num_threads() * 4 {
-            // Few large blocks: parallelize inside each block.
-            for blk in values.chunks_mut(block) {
+    // Stages whose blocks fit in a cache-sized chunk run chunk by chunk, all of them while
+    // the chunk is hot: half the passes over memory of a stage-by-stage loop.
+    let local = CACHE_CHUNK.min(n);
+    values.par_chunks_mut(local).for_each(|chunk| {
+        let mut half = 1;
+        while half < local {
+            let stride = half_n / half;
+            for blk in chunk.chunks_mut(2 * half) {
                 let (lo, hi) = blk.split_at_mut(half);
-                let piece = (half / (rayon::current_num_threads() * 4)).max(MIN_PARALLEL / 2);
-                lo.par_chunks_mut(piece)
-                    .zip(hi.par_chunks_mut(piece))
-                    .enumerate()
-                    .for_each(|(k, (lo, hi))| {
-                        butterflies(lo, hi, &twiddles, k * piece, stride)
-                    });
+                butterflies(lo, hi, &twiddles, 0, stride);
             }
-        } else {
-            values
-                .par_chunks_mut(block)
-                .with_min_len((MIN_PARALLEL / block).max(1))
-                .for_each(|blk| {
-                    let (lo, hi) = blk.split_at_mut(half);
-                    butterflies(lo, hi, &twiddles, 0, stride)
-                });
+            half *= 2;
+        }
+    });
+
+    // The remaining stages have blocks larger than a chunk: split each block's halves.
+    let mut half = local;
+    while half < n {
+        let stride = half_n / half;
+        let piece = (half / (rayon::current_num_threads() * 4)).clamp(1, MIN_PARALLEL);
+        for blk in values.chunks_mut(2 * half) {
+            let (lo, hi) = blk.split_at_mut(half);
+            lo.par_chunks_mut(piece)
+                .zip(hi.par_chunks_mut(piece))
+                .enumerate()
+                .for_each(|(k, (lo, hi))| butterflies(lo, hi, &twiddles, k * piece, stride));
         }
         half *= 2;
     }
@@ -419,9 +423,18 @@ mod tests {
             CpuBackend.ntt(&mut cf, NttDirection::CosetInverse).unwrap();
             assert_eq!(cf, v, "coset inverse, n = {n}");
         }
-        // a size large enough to take the parallel paths
+        // a size large enough to take the parallel and chunked paths: spot-check
+        // evaluations by Horner's rule, then the round trip
         let n = 1 << 16;
         let v: Vec<Scalar> = (0..n).map(|_| Scalar::random(&mut rng)).collect();
+        let mut f = v.clone();
+        CpuBackend.ntt(&mut f, NttDirection::Forward).unwrap();
+        let omega = root_of_unity(16);
+        for i in [0usize, 1, 4097, 40000, n - 1] {
+            let x = omega.pow_vartime([i as u64]);
+            let horner = v.iter().rev().fold(Scalar::ZERO, |acc, c| acc * x + c);
+            assert_eq!(f[i], horner, "evaluation {i} of a 2^16 NTT");
+        }
         let mut f = v.clone();
         CpuBackend.ntt(&mut f, NttDirection::CosetForward).unwrap();
         CpuBackend.ntt(&mut f, NttDirection::CosetInverse).unwrap();
