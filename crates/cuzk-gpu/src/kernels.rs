@@ -1,0 +1,80 @@
+//! The embedded fatbin (built from `kernels/` by build.rs) and handles to its entry points.
+
+use std::ffi::{c_void, CString};
+
+use cudarc::driver::{result, sys};
+
+use crate::error::{driver, GpuError};
+
+/// The fatbin nvcc produced at build time; empty when the crate was built without nvcc.
+static FATBIN: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/cuzk.fatbin"));
+
+/// Whether this build carries kernels at all.
+pub fn kernels_built() -> bool {
+    !FATBIN.is_empty()
+}
+
+/// One kernel entry point. CUfunction handles are plain driver handles, valid in any thread
+/// while their module is loaded (the module outlives every `Kernel` in `Kernels`).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Kernel(pub(crate) sys::CUfunction);
+unsafe impl Send for Kernel {}
+unsafe impl Sync for Kernel {}
+
+macro_rules! kernels {
+    ($($field:ident = $name:literal,)*) => {
+        /// All entry points of `kernels/cuzk.cu`.
+        pub(crate) struct Kernels { module: sys::CUmodule, $(pub(crate) $field: Kernel,)* }
+
+        impl Kernels {
+            /// Loads the fatbin into the current context. The driver picks the SASS for this
+            /// GPU or JIT-compiles the PTX.
+            pub(crate) fn load() -> Result<Self, GpuError> {
+                if FATBIN.is_empty() {
+                    return Err(GpuError::NoKernels);
+                }
+                // cuModuleLoadData wants an aligned image; include_bytes! promises byte alignment only.
+                let mut image = vec![0u64; FATBIN.len().div_ceil(8)];
+                // SAFETY: `image` has at least FATBIN.len() bytes.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(FATBIN.as_ptr(), image.as_mut_ptr().cast::<u8>(), FATBIN.len())
+                };
+                // SAFETY: a fatbin produced by nvcc; the driver copies what it needs.
+                let module = unsafe { result::module::load_data(image.as_ptr() as *const c_void) }
+                    .map_err(driver("cuModuleLoadData"))?;
+                let get = |name: &str| -> Result<Kernel, GpuError> {
+                    // SAFETY: `module` was just loaded and is not unloaded before `Kernels` drops.
+                    unsafe { result::module::get_function(module, CString::new(name).unwrap()) }
+                        .map(Kernel)
+                        .map_err(driver("cuModuleGetFunction"))
+                };
+                Ok(Kernels { module, $($field: get($name)?,)* })
+            }
+        }
+    };
+}
+
+kernels! {
+    fr_power_table = "cuzk_fr_power_table",
+    fr_ntt_radix2 = "cuzk_fr_ntt_radix2",
+    fr_coset_quotient = "cuzk_fr_coset_quotient",
+    msm_classify = "cuzk_msm_classify",
+    msm_bucket_offsets = "cuzk_msm_bucket_offsets",
+    msm_scatter = "cuzk_msm_scatter",
+    g1_bucket_sums = "cuzk_g1_bucket_sums",
+    g1_window_segments = "cuzk_g1_window_segments",
+    g1_sum_partials = "cuzk_g1_sum_partials",
+    g1_xyzz_sum_partials = "cuzk_g1_xyzz_sum_partials",
+    g1_xyzz_to_jacobian = "cuzk_g1_xyzz_to_jacobian",
+}
+
+unsafe impl Send for Kernels {}
+unsafe impl Sync for Kernels {}
+
+impl Drop for Kernels {
+    fn drop(&mut self) {
+        // SAFETY: the module was loaded by `load` and no kernel of it runs any more (the owner
+        // synchronizes its stream before dropping).
+        let _ = unsafe { result::module::unload(self.module) };
+    }
+}

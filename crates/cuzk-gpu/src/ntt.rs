@@ -1,0 +1,172 @@
+//! Host side of the Fr NTT and the coset quotient (kernels/ntt.cuh).
+
+use blstrs::Scalar;
+use cuzk_groth16::backend::{coset_generator, root_of_unity, vanishing_inverse_on_coset};
+use cuzk_groth16::NttDirection;
+use ff::Field;
+
+use crate::arena::DeviceBuffer;
+use std::time::Instant;
+
+use crate::device::{arg, Gpu, OpTimings};
+use crate::error::GpuError;
+
+const BLOCK: u32 = 256;
+const FR_BYTES: usize = 32;
+const _: () = assert!(std::mem::size_of::<Scalar>() == FR_BYTES);
+
+/// `start * base^i` for i < 2^log_n, stored as two tables of about sqrt(2^log_n) entries
+/// each: hi[i >> lo_bits] * lo[i & lo_mask] (see `power_table` in kernels/ntt.cuh).
+struct Powers {
+    hi: Vec<Scalar>,
+    lo: Vec<Scalar>,
+    lo_bits: u32,
+    lo_mask: u32,
+}
+
+impl Powers {
+    fn new(base: Scalar, start: Scalar, log_n: u32) -> Self {
+        let lo_bits = log_n.div_ceil(2);
+        let mut lo = Vec::with_capacity(1 << lo_bits);
+        let mut p = start;
+        for _ in 0..1usize << lo_bits {
+            lo.push(p);
+            p *= base;
+        }
+        let step = base.pow_vartime([1u64 << lo_bits]);
+        let mut hi = Vec::with_capacity(1 << (log_n - lo_bits));
+        let mut q = Scalar::ONE;
+        for _ in 0..1usize << (log_n - lo_bits) {
+            hi.push(q);
+            q *= step;
+        }
+        Powers { hi, lo, lo_bits, lo_mask: (1 << lo_bits) - 1 }
+    }
+
+    /// The constant `c` at every index.
+    fn constant(c: Scalar) -> Self {
+        Powers { hi: vec![c], lo: vec![Scalar::ONE], lo_bits: 31, lo_mask: 0 }
+    }
+}
+
+/// `power_table` as the kernels take it (by value).
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+struct PowerTableArg {
+    hi: u64,
+    lo: u64,
+    lo_bits: u32,
+    lo_mask: u32,
+}
+
+/// A `Powers` uploaded; keeps its buffers alive while kernels use them.
+struct DevicePowers {
+    arg: PowerTableArg,
+    _hi: DeviceBuffer,
+    _lo: DeviceBuffer,
+}
+
+fn upload_powers(gpu: &Gpu, p: &Powers) -> Result<DevicePowers, GpuError> {
+    let hi = gpu.alloc(p.hi.len() * FR_BYTES)?;
+    let lo = gpu.alloc(p.lo.len() * FR_BYTES)?;
+    gpu.upload(&hi, &p.hi)?;
+    gpu.upload(&lo, &p.lo)?;
+    Ok(DevicePowers {
+        arg: PowerTableArg { hi: hi.ptr(), lo: lo.ptr(), lo_bits: p.lo_bits, lo_mask: p.lo_mask },
+        _hi: hi,
+        _lo: lo,
+    })
+}
+
+fn n_inverse(n: usize) -> Scalar {
+    Scalar::from(n as u64).invert().unwrap()
+}
+
+/// The transform of `values` (length 2^log_n) in place, equal to `CpuBackend::ntt`.
+pub(crate) fn ntt(gpu: &Gpu, values: &mut [Scalar], log_n: u32, dir: NttDirection) -> Result<(), GpuError> {
+    let n = values.len();
+    if n == 1 {
+        // Every direction is the identity on one element (g^0 = 1, 1/n = 1).
+        return Ok(());
+    }
+    let _region = gpu.enter()?;
+    let omega = root_of_unity(log_n);
+    let (w, pre, post) = match dir {
+        NttDirection::Forward => (omega, None, None),
+        NttDirection::Inverse => (omega.invert().unwrap(), None, Some(Powers::constant(n_inverse(n)))),
+        NttDirection::CosetForward => (omega, Some(Powers::new(coset_generator(), Scalar::ONE, log_n)), None),
+        NttDirection::CosetInverse => (
+            omega.invert().unwrap(),
+            None,
+            Some(Powers::new(coset_generator().invert().unwrap(), n_inverse(n), log_n)),
+        ),
+    };
+
+    let bufs = [gpu.alloc(n * FR_BYTES)?, gpu.alloc(n * FR_BYTES)?];
+    let t0 = Instant::now();
+    gpu.upload(&bufs[0], values)?;
+    let t1 = Instant::now();
+
+    // Twiddles omega^k, k < n/2, expanded on the device from two small tables.
+    let half = n / 2;
+    let twiddles = gpu.alloc(half * FR_BYTES)?;
+    {
+        let t = upload_powers(gpu, &Powers::new(w, Scalar::ONE, log_n - 1))?;
+        let (out, table, count) = (twiddles.ptr(), t.arg, half as u32);
+        gpu.launch(gpu.kernels.fr_power_table, half, BLOCK, 0, &mut [arg(&out), arg(&table), arg(&count)])?;
+        gpu.sync()?;
+    }
+    let pre = pre.map(|p| upload_powers(gpu, &p)).transpose()?;
+    let post = post.map(|p| upload_powers(gpu, &p)).transpose()?;
+    let none = PowerTableArg::default();
+
+    let tw = twiddles.ptr();
+    for s in 0..log_n {
+        let (src, dst) = (bufs[(s % 2) as usize].ptr(), bufs[((s + 1) % 2) as usize].ptr());
+        let pre_arg = if s == 0 { pre.as_ref().map_or(none, |p| p.arg) } else { none };
+        let post_arg = if s == log_n - 1 { post.as_ref().map_or(none, |p| p.arg) } else { none };
+        gpu.launch(
+            gpu.kernels.fr_ntt_radix2,
+            half,
+            BLOCK,
+            0,
+            &mut [arg(&src), arg(&dst), arg(&tw), arg(&log_n), arg(&s), arg(&pre_arg), arg(&post_arg)],
+        )?;
+    }
+    gpu.sync()?;
+    let t2 = Instant::now();
+    gpu.download(values, &bufs[(log_n % 2) as usize])?;
+    gpu.set_timings(OpTimings { upload: t1 - t0, compute: t2 - t1, download: t2.elapsed() });
+    Ok(())
+}
+
+/// a = (a * b - c) / Z(g) pointwise, equal to `CpuBackend::coset_quotient`.
+pub(crate) fn coset_quotient(gpu: &Gpu, a: &mut [Scalar], b: &[Scalar], c: &[Scalar]) -> Result<(), GpuError> {
+    let n = a.len();
+    if n == 0 {
+        return Ok(());
+    }
+    let _region = gpu.enter()?;
+    let z_inv = [vanishing_inverse_on_coset(n)];
+    let t0 = Instant::now();
+    let (da, db, dc, dz) =
+        (gpu.alloc(n * FR_BYTES)?, gpu.alloc(n * FR_BYTES)?, gpu.alloc(n * FR_BYTES)?, gpu.alloc(FR_BYTES)?);
+    gpu.upload(&da, a)?;
+    gpu.upload(&db, b)?;
+    gpu.upload(&dc, c)?;
+    gpu.upload(&dz, &z_inv)?;
+    let t1 = Instant::now();
+    let (pa, pb, pc, pz, count) = (da.ptr(), db.ptr(), dc.ptr(), dz.ptr(), n as u32);
+    gpu.launch(
+        gpu.kernels.fr_coset_quotient,
+        n,
+        BLOCK,
+        0,
+        &mut [arg(&pa), arg(&pb), arg(&pc), arg(&pz), arg(&count)],
+    )?;
+    gpu.sync()?;
+    let t2 = Instant::now();
+    gpu.download(a, &da)?;
+    gpu.set_timings(OpTimings { upload: t1 - t0, compute: t2 - t1, download: t2.elapsed() });
+    Ok(())
+}

@@ -1,0 +1,82 @@
+//! GPU timings against the CPU backend in the same run and against sppark's figures measured
+//! on the H200 (../shared/GPU.md). Run explicitly: `cargo test --release -p cuzk-gpu --test
+//! gpu_bench -- --ignored --nocapture`. Each GPU row gives the whole call (pageable upload
+//! included) and the kernel part alone ("kern"), the best of three runs.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::*;
+use cuzk_groth16::{Backend, CpuBackend, NttDirection, Selection};
+use cuzk_gpu::GpuBackend;
+
+fn best<F: FnMut()>(gpu: &GpuBackend, mut f: F) -> (Duration, Duration) {
+    let mut best = (Duration::MAX, Duration::MAX);
+    for _ in 0..3 {
+        let t = Instant::now();
+        f();
+        let total = t.elapsed();
+        if total < best.0 {
+            best = (total, gpu.last_timings().compute);
+        }
+    }
+    best
+}
+
+#[test]
+#[ignore = "benchmark: run with --ignored on a GPU machine"]
+fn gpu_bench() {
+    let Some(gpu) = gpu() else { return };
+    say("| op | n | gpu total ms | gpu kern ms | cpu ms | cpu/gpu kern | sppark ms |");
+    say("|---|---|---|---|---|---|---|");
+    for log_n in 20..=24u32 {
+        let n = 1usize << log_n;
+        let input = random_scalars(n, log_n as u64);
+        for dir in [NttDirection::Forward, NttDirection::Inverse, NttDirection::CosetForward, NttDirection::CosetInverse] {
+            let mut v = input.clone();
+            let (total, kern) = best(gpu, || gpu.ntt(&mut v, dir).unwrap());
+            let mut w = input.clone();
+            let t = Instant::now();
+            CpuBackend.ntt(&mut w, dir).unwrap();
+            let cpu = t.elapsed();
+            say(&format!(
+                "| ntt {dir:?} | 2^{log_n} | {:.2} | {:.2} | {:.1} | {:.1} | (2^27: 42 fwd / 44 inv / 47 coset) |",
+                ms(total),
+                ms(kern),
+                ms(cpu),
+                ms(cpu) / ms(kern)
+            ));
+        }
+    }
+    let max = std::env::var("CUZK_BENCH_MAX_LOG_MSM").ok().and_then(|s| s.parse().ok()).unwrap_or(22u32);
+    let bases = random_bases(1 << max, 1);
+    for log_n in 20..=max {
+        let n = 1usize << log_n;
+        let sppark = match log_n {
+            20 => "23",
+            22 => "58",
+            24 => "179",
+            _ => "-",
+        };
+        for (label, scalars) in [("random", random_scalars(n, 2)), ("porep-like", porep_scalars(n, 3))] {
+            let b = &bases[..n];
+            let (total, kern) = best(gpu, || {
+                gpu.msm_g1(b, Selection::All, &scalars).unwrap();
+            });
+            let t = Instant::now();
+            CpuBackend.msm_g1(b, Selection::All, &scalars).unwrap();
+            let cpu = t.elapsed();
+            say(&format!(
+                "| msm g1 {label} | 2^{log_n} | {:.1} | {:.1} | {:.1} | {:.1} | {} |",
+                ms(total),
+                ms(kern),
+                ms(cpu),
+                ms(cpu) / ms(kern),
+                if label == "random" { sppark } else { "-" }
+            ));
+        }
+    }
+    let c = gpu.arena_counters();
+    say(&format!("arena after bench: in use {} B, high water {:.2} GiB, budget {:.1} GiB", c.in_use, c.high_water as f64 / (1u64 << 30) as f64, c.budget as f64 / (1u64 << 30) as f64));
+}

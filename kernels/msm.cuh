@@ -1,0 +1,189 @@
+// Pippenger MSM over G1 with signed c-bit digits and buckets sorted by a counting sort.
+//
+//   1. msm_classify: scalars leave Montgomery form (in place); 0 is dropped, 1 is flagged
+//      for the plain sum (PoRep witnesses are mostly bits), every other scalar is cut into
+//      W = ceil(256 / c) signed digits in (-2^(c-1), 2^(c-1)] and counted per (window, |digit|).
+//   2. msm_bucket_offsets: exclusive scan of the counts, one block per window.
+//   3. msm_scatter: each (scalar, window) with a non-zero digit writes its point index (sign
+//      in bit 31) to its bucket's slot; after it the cursor of bucket b is the end of bucket b
+//      and the start of bucket b + 1.
+//   4. msm_bucket_sums: one thread per bucket adds its points (mixed XYZZ + affine).
+//   5. msm_window_segments: each thread reduces a run of buckets to sum_b b * B_b with a
+//      running sum, and emits a Jacobian point; the host adds segments and windows
+//      (a few thousand additions).
+//   Scalar-one points: g1_sum_partials (flagged or all points) and g1_xyzz_sum_partials
+//      reduce them to a few hundred partial sums.
+#pragma once
+#include "bls12_381.cuh"
+
+namespace cuzk {
+
+// bits [off, off + c) of a 256-bit little-endian scalar (c <= 16)
+__device__ __forceinline__ uint32_t scalar_bits(const uint32_t s[8], uint32_t off, uint32_t c) {
+    uint32_t limb = off >> 5, sh = off & 31;
+    if (limb >= 8) return 0;
+    uint32_t v = s[limb] >> sh;
+    if (sh + c > 32 && limb + 1 < 8) v |= s[limb + 1] << (32 - sh);
+    return v & ((1u << c) - 1);
+}
+
+// Walks the signed digits of scalar s, calling f(window, bucket, negative) for non-zero ones.
+template <class Fn>
+__device__ __forceinline__ void for_each_digit(const uint32_t s[8], uint32_t c, uint32_t windows, Fn f) {
+    const uint32_t half = 1u << (c - 1);
+    uint32_t carry = 0;
+    for (uint32_t w = 0; w < windows; w++) {
+        uint32_t d = scalar_bits(s, w * c, c) + carry;
+        carry = 0;
+        bool neg = false;
+        if (d > half) {
+            d = (1u << c) - d;
+            neg = true;
+            carry = 1;
+        }
+        if (d != 0) f(w, d, neg);
+    }
+}
+
+__device__ __forceinline__ void load_scalar(const fr_t& x, uint32_t s[8]) {
+#pragma unroll
+    for (int i = 0; i < 8; i++) s[i] = x.v[i];
+}
+
+// class_out[i]: 0 = zero scalar, 1 = one, 2 = general. counts: windows * (half + 1).
+__device__ __forceinline__ void msm_classify(fr_t* scalars, uint8_t* class_out, uint32_t* counts,
+                                             uint32_t n, uint32_t c, uint32_t windows) {
+    uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    fr_t x = scalars[i].from_mont();
+    scalars[i] = x;
+    uint32_t hi = 0;
+#pragma unroll
+    for (int k = 1; k < 8; k++) hi |= x.v[k];
+    uint8_t cls = 2;
+    if (hi == 0 && x.v[0] <= 1) cls = (uint8_t)x.v[0];
+    class_out[i] = cls;
+    if (cls != 2) return;
+    uint32_t s[8];
+    load_scalar(x, s);
+    const uint32_t stride = (1u << (c - 1)) + 1;
+    for_each_digit(s, c, windows, [&](uint32_t w, uint32_t d, bool) { atomicAdd(&counts[w * stride + d], 1u); });
+}
+
+// One block per window; counts -> exclusive prefix sums in place (bucket 0 is unused, 0).
+__device__ __forceinline__ void msm_bucket_offsets(uint32_t* counts, uint32_t c) {
+    extern __shared__ uint32_t partial[];
+    const uint32_t stride = (1u << (c - 1)) + 1;
+    uint32_t* cnt = counts + blockIdx.x * stride;
+    const uint32_t per = (stride + blockDim.x - 1) / blockDim.x;
+    const uint32_t lo = threadIdx.x * per;
+    const uint32_t hi = min(lo + per, stride);
+    uint32_t sum = 0;
+    for (uint32_t b = lo; b < hi; b++) sum += cnt[b];
+    partial[threadIdx.x] = sum;
+    __syncthreads();
+    // Hillis-Steele inclusive scan over the per-thread sums
+    for (uint32_t off = 1; off < blockDim.x; off <<= 1) {
+        uint32_t v = threadIdx.x >= off ? partial[threadIdx.x - off] : 0;
+        __syncthreads();
+        partial[threadIdx.x] += v;
+        __syncthreads();
+    }
+    uint32_t run = partial[threadIdx.x] - sum;
+    for (uint32_t b = lo; b < hi; b++) {
+        uint32_t v = cnt[b];
+        cnt[b] = run;
+        run += v;
+    }
+}
+
+// entries: windows * n slots, window w's region starts at w * n.
+__device__ __forceinline__ void msm_scatter(const fr_t* scalars, const uint8_t* cls, uint32_t* cursor,
+                                            uint32_t* entries, uint32_t n, uint32_t c, uint32_t windows) {
+    uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n || cls[i] != 2) return;
+    uint32_t s[8];
+    load_scalar(scalars[i], s);
+    const uint32_t stride = (1u << (c - 1)) + 1;
+    for_each_digit(s, c, windows, [&](uint32_t w, uint32_t d, bool neg) {
+        uint32_t pos = atomicAdd(&cursor[w * stride + d], 1u);
+        entries[(size_t)w * n + pos] = i | (neg ? 0x80000000u : 0u);
+    });
+}
+
+// buckets: windows * half XYZZ sums, bucket b (1..half) of window w at w * half + b - 1.
+__device__ __forceinline__ void msm_bucket_sums(const g1_affine_t* points, const uint32_t* entries,
+                                                const uint32_t* cursor, g1_xyzz_t* buckets, uint32_t n,
+                                                uint32_t c, uint32_t windows) {
+    const uint32_t half = 1u << (c - 1);
+    uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= windows * half) return;
+    const uint32_t w = t / half, b = t % half + 1;
+    const uint32_t* cur = cursor + w * (half + 1);
+    const uint32_t start = cur[b - 1], end = cur[b];
+    const uint32_t* e = entries + (size_t)w * n;
+    g1_xyzz_t acc = g1_xyzz_t::inf();
+    for (uint32_t k = start; k < end; k++) {
+        uint32_t v = e[k];
+        g1_affine_t p = points[v & 0x7fffffffu];
+        if (v & 0x80000000u) p = p.neg();
+        acc.add_affine(p);
+    }
+    buckets[t] = acc;
+}
+
+// Thread (w, seg): sum over buckets b in [lo, lo + len) of b * B_b, as Jacobian.
+__device__ __forceinline__ void msm_window_segments(const g1_xyzz_t* buckets, g1_jacobian_t* out,
+                                                    uint32_t c, uint32_t windows, uint32_t segments) {
+    const uint32_t half = 1u << (c - 1);
+    const uint32_t len = half / segments;
+    uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= windows * segments) return;
+    const uint32_t w = t / segments, seg = t % segments;
+    const uint32_t lo = 1 + seg * len;  // bucket number of the first bucket
+    const g1_xyzz_t* bk = buckets + w * half + (lo - 1);
+    g1_xyzz_t running = g1_xyzz_t::inf(), acc = g1_xyzz_t::inf();
+    for (int k = (int)len - 1; k >= 0; k--) {
+        running.add(bk[k]);
+        acc.add(running);
+    }
+    // acc = sum (b - lo + 1) B_b; add (lo - 1) * running by double-and-add
+    uint32_t m = lo - 1;
+    g1_xyzz_t mul = g1_xyzz_t::inf();
+    for (int bit = 31; bit >= 0; bit--) {
+        mul = mul.dbl();
+        if ((m >> bit) & 1) mul.add(running);
+    }
+    acc.add(mul);
+    out[t] = acc.to_jacobian();
+}
+
+// Partial sums of points: thread g adds points [g * chunk, (g + 1) * chunk) whose class is 1
+// (or all of them when cls is null).
+__device__ __forceinline__ void g1_sum_partials(const g1_affine_t* points, const uint8_t* cls,
+                                                g1_xyzz_t* out, uint32_t n, uint32_t chunk, uint32_t threads) {
+    uint32_t g = blockIdx.x * blockDim.x + threadIdx.x;
+    if (g >= threads) return;
+    g1_xyzz_t acc = g1_xyzz_t::inf();
+    uint32_t end = min((g + 1) * chunk, n);
+    for (uint32_t i = g * chunk; i < end; i++)
+        if (cls == nullptr || cls[i] == 1) acc.add_affine(points[i]);
+    out[g] = acc;
+}
+
+__device__ __forceinline__ void g1_xyzz_sum_partials(const g1_xyzz_t* in, g1_xyzz_t* out, uint32_t n,
+                                                     uint32_t chunk, uint32_t threads) {
+    uint32_t g = blockIdx.x * blockDim.x + threadIdx.x;
+    if (g >= threads) return;
+    g1_xyzz_t acc = g1_xyzz_t::inf();
+    uint32_t end = min((g + 1) * chunk, n);
+    for (uint32_t i = g * chunk; i < end; i++) acc.add(in[i]);
+    out[g] = acc;
+}
+
+__device__ __forceinline__ void g1_xyzz_to_jacobian(const g1_xyzz_t* in, g1_jacobian_t* out, uint32_t n) {
+    uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = in[i].to_jacobian();
+}
+
+} // namespace cuzk
