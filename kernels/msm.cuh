@@ -5,12 +5,17 @@
 //      W = ceil(256 / c) signed digits in (-2^(c-1), 2^(c-1)] and counted per (window, |digit|).
 //   2. msm_bucket_offsets: exclusive scan of the counts, one block per window.
 //   3. msm_scatter: each (scalar, window) with a non-zero digit writes its point index (sign
-//      in bit 31) to its bucket's slot; after it the cursor of bucket b is the end of bucket b
-//      and the start of bucket b + 1.
-//   4. msm_bucket_sums: one thread per bucket adds its points (mixed XYZZ + affine).
+//      in bit 31) and its bucket number to its bucket's slot, so that the entries of a window
+//      lie sorted by bucket; unused slots keep the key NO_KEY.
+//   4. msm_bucket_runs_affine: each thread adds a fixed-size chunk of sorted entries (mixed
+//      XYZZ + affine), so a bucket holding half of all points (scalars all equal, a sparse
+//      top window) is split across threads like any other work. The chunk that holds a
+//      bucket's first entry writes the bucket; a chunk that starts inside a bucket leaves its
+//      first run as a carry, and msm_bucket_runs_xyzz folds the carries the same way, level
+//      by level (each level CAP times shorter) until none is left.
 //   5. msm_window_segments: each thread reduces a run of buckets to sum_b b * B_b with a
-//      running sum, and emits a Jacobian point; the host adds segments and windows
-//      (a few thousand additions).
+//      running sum; g1_xyzz_sum_partials adds the segments of each window (a tree), and the
+//      host combines the W window sums (Horner, c doublings per window).
 //   Scalar-one points: g1_sum_partials (flagged or all points) and g1_xyzz_sum_partials
 //      reduce them to a few hundred partial sums.
 #pragma once
@@ -97,43 +102,82 @@ __device__ __forceinline__ void msm_bucket_offsets(uint32_t* counts, uint32_t c)
     }
 }
 
-// entries: windows * n slots, window w's region starts at w * n.
+constexpr uint32_t NO_KEY = 0xffffffffu;
+
+// entries, keys: windows * n slots, window w's region starts at w * n; keys get the global
+// bucket number w * half + |digit| - 1.
 __device__ __forceinline__ void msm_scatter(const fr_t* scalars, const uint8_t* cls, uint32_t* cursor,
-                                            uint32_t* entries, uint32_t n, uint32_t c, uint32_t windows) {
+                                            uint32_t* entries, uint32_t* keys, uint32_t n, uint32_t c,
+                                            uint32_t windows) {
     uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n || cls[i] != 2) return;
     uint32_t s[8];
     load_scalar(scalars[i], s);
-    const uint32_t stride = (1u << (c - 1)) + 1;
+    const uint32_t half = 1u << (c - 1);
+    const uint32_t stride = half + 1;
     for_each_digit(s, c, windows, [&](uint32_t w, uint32_t d, bool neg) {
         uint32_t pos = atomicAdd(&cursor[w * stride + d], 1u);
         entries[(size_t)w * n + pos] = i | (neg ? 0x80000000u : 0u);
+        keys[(size_t)w * n + pos] = w * half + d - 1;
     });
 }
 
-// buckets: windows * half XYZZ sums, bucket b (1..half) of window w at w * half + b - 1.
-__device__ __forceinline__ void msm_bucket_sums(const g1_affine_t* points, const uint32_t* entries,
-                                                const uint32_t* cursor, g1_xyzz_t* buckets, uint32_t n,
-                                                uint32_t c, uint32_t windows) {
-    const uint32_t half = 1u << (c - 1);
-    uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;
-    if (t >= windows * half) return;
-    const uint32_t w = t / half, b = t % half + 1;
-    const uint32_t* cur = cursor + w * (half + 1);
-    const uint32_t start = cur[b - 1], end = cur[b];
-    const uint32_t* e = entries + (size_t)w * n;
-    g1_xyzz_t acc = g1_xyzz_t::inf();
-    for (uint32_t k = start; k < end; k++) {
-        uint32_t v = e[k];
-        g1_affine_t p = points[v & 0x7fffffffu];
-        if (v & 0x80000000u) p = p.neg();
-        acc.add_affine(p);
+// Runs of equal keys within chunk t = [t * cap, (t + 1) * cap) of a key-sorted array (NO_KEY
+// slots skipped). A run that continues the previous chunk's last key goes to the chunk's
+// carry slot; every other run belongs to the chunk that holds the key's first element and
+// is combined into buckets[key] by `store`. add(acc, i) adds element i.
+template <class Add, class Store>
+__device__ __forceinline__ void bucket_runs(const uint32_t* keys, size_t len, uint32_t cap, g1_xyzz_t* carry_vals,
+                                            uint32_t* carry_keys, Add add, Store store) {
+    const size_t t = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    const size_t lo = t * cap;
+    if (lo >= len) return;
+    const size_t hi = min(lo + cap, len);
+    const uint32_t prev = lo > 0 ? keys[lo - 1] : NO_KEY;
+    uint32_t carry_key = NO_KEY;
+    size_t i = lo;
+    while (i < hi) {
+        const uint32_t k = keys[i];
+        if (k == NO_KEY) { i++; continue; }
+        const size_t start = i;
+        g1_xyzz_t acc = g1_xyzz_t::inf();
+        do { add(acc, i); i++; } while (i < hi && keys[i] == k);
+        if (start == lo && prev == k) {
+            carry_vals[t] = acc;
+            carry_key = k;
+        } else {
+            store(k, acc);
+        }
     }
-    buckets[t] = acc;
+    carry_keys[t] = carry_key;
 }
 
-// Thread (w, seg): sum over buckets b in [lo, lo + len) of b * B_b, as Jacobian.
-__device__ __forceinline__ void msm_window_segments(const g1_xyzz_t* buckets, g1_jacobian_t* out,
+// Level 1: entries -> buckets (each bucket written once) and carries.
+__device__ __forceinline__ void msm_bucket_runs_affine(const g1_affine_t* points, const uint32_t* entries,
+                                                       const uint32_t* keys, size_t len, uint32_t cap,
+                                                       g1_xyzz_t* buckets, g1_xyzz_t* carry_vals, uint32_t* carry_keys) {
+    bucket_runs(keys, len, cap, carry_vals, carry_keys,
+        [&](g1_xyzz_t& acc, size_t i) {
+            const uint32_t v = entries[i];
+            g1_affine_t p = points[v & 0x7fffffffu];
+            if (v & 0x80000000u) p = p.neg();
+            acc.add_affine(p);
+        },
+        [&](uint32_t k, const g1_xyzz_t& acc) { buckets[k] = acc; });
+}
+
+// Later levels: carries -> added into buckets (one owner per bucket per level) and carries.
+__device__ __forceinline__ void msm_bucket_runs_xyzz(const g1_xyzz_t* vals, const uint32_t* keys, size_t len,
+                                                     uint32_t cap, g1_xyzz_t* buckets, g1_xyzz_t* carry_vals,
+                                                     uint32_t* carry_keys) {
+    bucket_runs(keys, len, cap, carry_vals, carry_keys,
+        [&](g1_xyzz_t& acc, size_t i) { acc.add(vals[i]); },
+        [&](uint32_t k, const g1_xyzz_t& acc) { buckets[k].add(acc); });
+}
+
+// Thread (w, seg): sum over buckets b in [lo, lo + len) of b * B_b. The segments of one
+// window are contiguous in `out`, ready for the per-window tree reduction.
+__device__ __forceinline__ void msm_window_segments(const g1_xyzz_t* buckets, g1_xyzz_t* out,
                                                     uint32_t c, uint32_t windows, uint32_t segments) {
     const uint32_t half = 1u << (c - 1);
     const uint32_t len = half / segments;
@@ -155,7 +199,7 @@ __device__ __forceinline__ void msm_window_segments(const g1_xyzz_t* buckets, g1
         if ((m >> bit) & 1) mul.add(running);
     }
     acc.add(mul);
-    out[t] = acc.to_jacobian();
+    out[t] = acc;
 }
 
 // Partial sums of points: thread g adds points [g * chunk, (g + 1) * chunk) whose class is 1

@@ -185,9 +185,10 @@ impl Gpu {
         self.sync()
     }
 
-    pub(crate) fn memset_zero(&self, dst: &DeviceBuffer) -> Result<(), GpuError> {
+    /// Sets every byte of `dst` to `byte` (queued on the compute stream).
+    pub(crate) fn memset(&self, dst: &DeviceBuffer, byte: u8) -> Result<(), GpuError> {
         // SAFETY: within the buffer.
-        unsafe { result::memset_d8_async(dst.ptr(), 0, dst.len_bytes(), self.stream.cu_stream()) }
+        unsafe { result::memset_d8_async(dst.ptr(), byte, dst.len_bytes(), self.stream.cu_stream()) }
             .map_err(driver("cuMemsetD8Async"))
     }
 

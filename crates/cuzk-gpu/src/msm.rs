@@ -28,6 +28,8 @@ fn segments(half: usize) -> usize {
     half.min(1024)
 }
 
+/// Sorted bucket entries each thread of the bucket phase adds.
+const RUN_CHUNK: usize = 32;
 /// Points the scalar-one sum gives each thread.
 const SUM_CHUNK: usize = 32;
 /// Partial sums each thread of the tree reduction adds.
@@ -54,7 +56,7 @@ pub(crate) fn msm_g1(gpu: &Gpu, points: &[G1Affine], scalars: &[Scalar]) -> Resu
     gpu.upload(&d_points, points)?;
     gpu.upload(&d_scalars, scalars)?;
     let t1 = Instant::now();
-    gpu.memset_zero(&d_cursor)?;
+    gpu.memset(&d_cursor, 0)?;
 
     let (pp, ps, pc, pk, n32) = (d_points.ptr(), d_scalars.ptr(), d_class.ptr(), d_cursor.ptr(), n as u32);
     gpu.launch(
@@ -72,26 +74,56 @@ pub(crate) fn msm_g1(gpu: &Gpu, points: &[G1Affine], scalars: &[Scalar]) -> Resu
         scan_threads * 4,
         &mut [arg(&pk), arg(&c)],
     )?;
-    let d_entries = gpu.alloc(windows as usize * n * 4)?;
-    let pe = d_entries.ptr();
+    // Sorted entries and their bucket keys; slots past a window's count keep NO_KEY.
+    let slots = windows as usize * n;
+    let d_entries = gpu.alloc(slots * 4)?;
+    let d_keys = gpu.alloc(slots * 4)?;
+    gpu.memset(&d_keys, 0xff)?;
+    let (pe, pkeys) = (d_entries.ptr(), d_keys.ptr());
     gpu.launch(
         gpu.kernels.msm_scatter,
         n,
         BLOCK,
         0,
-        &mut [arg(&ps), arg(&pc), arg(&pk), arg(&pe), arg(&n32), arg(&c), arg(&windows)],
+        &mut [arg(&ps), arg(&pc), arg(&pk), arg(&pe), arg(&pkeys), arg(&n32), arg(&c), arg(&windows)],
     )?;
     let buckets = windows as usize * half;
     let d_buckets = gpu.alloc(buckets * XYZZ_BYTES)?;
+    gpu.memset(&d_buckets, 0)?; // all infinity (ZZ = 0)
     let pb = d_buckets.ptr();
+    let cap = RUN_CHUNK as u32;
+    let mut len = slots;
+    let mut chunks = len.div_ceil(RUN_CHUNK);
+    let mut carry_vals = gpu.alloc(chunks * XYZZ_BYTES)?;
+    let mut carry_keys = gpu.alloc(chunks * 4)?;
+    let (len64, pv, pck) = (len as u64, carry_vals.ptr(), carry_keys.ptr());
     gpu.launch(
-        gpu.kernels.g1_bucket_sums,
-        buckets,
+        gpu.kernels.g1_bucket_runs_affine,
+        chunks,
         BLOCK,
         0,
-        &mut [arg(&pp), arg(&pe), arg(&pk), arg(&pb), arg(&n32), arg(&c), arg(&windows)],
+        &mut [arg(&pp), arg(&pe), arg(&pkeys), arg(&len64), arg(&cap), arg(&pb), arg(&pv), arg(&pck)],
     )?;
-    drop(d_entries);
+    drop((d_entries, d_keys));
+    // Fold the carries until one chunk is left (its first run cannot continue anything).
+    while chunks > 1 {
+        len = chunks;
+        chunks = len.div_ceil(RUN_CHUNK);
+        let next_vals = gpu.alloc(chunks * XYZZ_BYTES)?;
+        let next_keys = gpu.alloc(chunks * 4)?;
+        let (len64, pv, pck, nv, nk) =
+            (len as u64, carry_vals.ptr(), carry_keys.ptr(), next_vals.ptr(), next_keys.ptr());
+        gpu.launch(
+            gpu.kernels.g1_bucket_runs_xyzz,
+            chunks,
+            BLOCK,
+            0,
+            &mut [arg(&pv), arg(&pck), arg(&len64), arg(&cap), arg(&pb), arg(&nv), arg(&nk)],
+        )?;
+        carry_vals = next_vals;
+        carry_keys = next_keys;
+    }
+    drop((carry_vals, carry_keys));
     let segs = segments(half);
     let d_segs = gpu.alloc(windows as usize * segs * XYZZ_BYTES)?;
     let (pg, segs32) = (d_segs.ptr(), segs as u32);

@@ -120,14 +120,23 @@ pub(crate) fn ntt(gpu: &Gpu, values: &mut [Scalar], log_n: u32, dir: NttDirectio
     let post = post.map(|p| upload_powers(gpu, &p)).transpose()?;
     let none = PowerTableArg::default();
 
+    // Radix-4 passes while two stages remain, then radix-2; results alternate buffers.
+    let mut passes = Vec::new();
+    let mut s = 0;
+    while s < log_n {
+        let radix4 = log_n - s >= 2;
+        passes.push((s, radix4));
+        s += if radix4 { 2 } else { 1 };
+    }
     let tw = twiddles.ptr();
-    for s in 0..log_n {
-        let (src, dst) = (bufs[(s % 2) as usize].ptr(), bufs[((s + 1) % 2) as usize].ptr());
-        let pre_arg = if s == 0 { pre.as_ref().map_or(none, |p| p.arg) } else { none };
-        let post_arg = if s == log_n - 1 { post.as_ref().map_or(none, |p| p.arg) } else { none };
+    for (p, &(s, radix4)) in passes.iter().enumerate() {
+        let (src, dst) = (bufs[p % 2].ptr(), bufs[(p + 1) % 2].ptr());
+        let pre_arg = if p == 0 { pre.as_ref().map_or(none, |t| t.arg) } else { none };
+        let post_arg = if p == passes.len() - 1 { post.as_ref().map_or(none, |t| t.arg) } else { none };
+        let (kernel, threads) = if radix4 { (gpu.kernels.fr_ntt_radix4, n / 4) } else { (gpu.kernels.fr_ntt_radix2, n / 2) };
         gpu.launch(
-            gpu.kernels.fr_ntt_radix2,
-            half,
+            kernel,
+            threads,
             BLOCK,
             0,
             &mut [arg(&src), arg(&dst), arg(&tw), arg(&log_n), arg(&s), arg(&pre_arg), arg(&post_arg)],
@@ -135,7 +144,7 @@ pub(crate) fn ntt(gpu: &Gpu, values: &mut [Scalar], log_n: u32, dir: NttDirectio
     }
     gpu.sync()?;
     let t2 = Instant::now();
-    gpu.download(values, &bufs[(log_n % 2) as usize])?;
+    gpu.download(values, &bufs[passes.len() % 2])?;
     gpu.set_timings(OpTimings { upload: t1 - t0, compute: t2 - t1, download: t2.elapsed() });
     Ok(())
 }

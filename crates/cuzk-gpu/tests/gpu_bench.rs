@@ -77,6 +77,32 @@ fn gpu_bench() {
             ));
         }
     }
+    // Larger sizes, GPU only (the CPU reference would take too long here).
+    for log_n in 25..=27u32 {
+        let mut v = random_scalars(1 << log_n, log_n as u64);
+        for dir in [NttDirection::Forward, NttDirection::Inverse, NttDirection::CosetForward, NttDirection::CosetInverse] {
+            let (total, kern) = best(gpu, || gpu.ntt(&mut v, dir).unwrap());
+            let sppark = if log_n == 27 { ["42", "44", "47", "47"][dir as usize] } else { "-" };
+            say(&format!("| ntt {dir:?} | 2^{log_n} | {:.1} | {:.1} | - | - | {sppark} |", ms(total), ms(kern)));
+        }
+    }
+    let big = std::env::var("CUZK_BENCH_BIG_LOG_MSM").ok().and_then(|s| s.parse().ok()).unwrap_or(24u32);
+    if big > max {
+        let bases = random_bases(1 << big, 4);
+        for log_n in max + 1..=big {
+            let n = 1usize << log_n;
+            for (label, scalars) in [("random", random_scalars(n, 5)), ("porep-like", porep_scalars(n, 6))] {
+                let (total, kern) = best(gpu, || {
+                    gpu.msm_g1(&bases[..n], Selection::All, &scalars).unwrap();
+                });
+                let sppark = match (log_n, label) {
+                    (24, "random") => "179",
+                    _ => "-",
+                };
+                say(&format!("| msm g1 {label} | 2^{log_n} | {:.1} | {:.1} | - | - | {sppark} |", ms(total), ms(kern)));
+            }
+        }
+    }
     let c = gpu.arena_counters();
     say(&format!("arena after bench: in use {} B, high water {:.2} GiB, budget {:.1} GiB", c.in_use, c.high_water as f64 / (1u64 << 30) as f64, c.budget as f64 / (1u64 << 30) as f64));
 }
