@@ -1,0 +1,51 @@
+//! Errors at the engine's boundary. `EngineError` is what a caller (the daemon) maps to a
+//! transport status: `InvalidRequest` to INVALID_ARGUMENT, `NotFound` to NOT_FOUND,
+//! `Draining` to UNAVAILABLE, the rest to INTERNAL. A proof that fails is not an error here:
+//! it is a [`crate::JobResult`] with status `Failed` and a message.
+
+use std::path::PathBuf;
+
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    #[error("invalid request: {0}")]
+    InvalidRequest(String),
+    #[error("no job {0:?} (never submitted, or its result was fetched and has expired)")]
+    NotFound(String),
+    #[error("the engine is draining and accepts no new jobs; resubmit to the next instance")]
+    Draining,
+    #[error("spool {path}: {action}: {source} (check the state directory's permissions and free space)")]
+    Spool {
+        path: PathBuf,
+        action: &'static str,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(
+        "state directory {0} is in use by another engine (a running cuzkd?); stop it or choose \
+         another state directory"
+    )]
+    StateDirBusy(PathBuf),
+    #[error("invalid configuration: {0}")]
+    Config(String),
+    #[error("parameters of circuit {circuit_id:?}: {reason}")]
+    Srs { circuit_id: String, reason: String },
+}
+
+/// An error from a [`crate::ProofRunner`]: what went wrong with one job. It becomes the
+/// job's `Failed` result message; it never stops the engine.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error(
+        "{0} proofs are not supported yet (only PoRep C2, proof_kind 1 POREP_SEAL_COMMIT, has a \
+         prover today)"
+    )]
+    Unsupported(&'static str),
+    #[error("bad request: {0}")]
+    BadRequest(String),
+    #[error("parameters: {0}")]
+    Params(String),
+    #[error("proving failed: {0}")]
+    Prove(String),
+    #[error("cancelled")]
+    Cancelled,
+}

@@ -1,0 +1,85 @@
+//! cuzk-engine: the proving engine under the `cuzkd` daemon. Jobs, priorities, a durable
+//! spool, scheduling over devices and workers, a host memory budget, parameter residency,
+//! cancellation, per-stage timings and metrics. No I/O protocol lives here: the daemon maps
+//! gRPC and D-Bus calls onto [`Engine`]'s methods one to one.
+//!
+//! # Why it is built this way
+//!
+//! A storage provider's deadlines are uneven (a WinningPoSt must be out in seconds, a PoRep
+//! can wait an hour), proofs take minutes, and the daemon is restarted by upgrades, OOM
+//! killers and power cuts. So: strict priorities with FIFO inside each; a request is on disk
+//! before it is acknowledged; and the request id is an idempotency key, because Curio
+//! retries with the same id after any hiccup, and a second copy of a 32 GiB PoRep would
+//! double the load exactly when the machine is struggling.
+//!
+//! Proving is split into stages the engine can schedule separately ([`ProofRunner`]): a plan
+//! (parameters needed, host bytes), synthesis on the CPU, and proving on a device. Synthesis
+//! runs ahead of proving while the host memory budget allows, so the device never waits for
+//! the CPU; the budget, not a job count, bounds the lookahead, because a 32 GiB PoRep and a
+//! WinningPoSt differ by orders of magnitude in memory.
+//!
+//! # Use
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), cuzk_engine::EngineError> {
+//! use std::{path::Path, sync::Arc, time::Duration};
+//! use cuzk_engine::*;
+//!
+//! let runner = PoRepRunner::new(Path::new("/var/tmp/filecoin-proof-parameters"), None)
+//!     .map_err(|e| EngineError::Config(e.to_string()))?;
+//! let engine = Engine::start(EngineConfig::new("/var/lib/cuzk"), Arc::new(runner), vec![Device::cpu()])?;
+//! let c1 = std::fs::read("c1.json").unwrap_or_default();
+//! let job = engine.submit(JobRequest::porep("porep-1000-1", c1, 1000, 1))?;
+//! match engine.await_job(&job.job_id, Some(Duration::from_secs(1800))).await? {
+//!     AwaitOutcome::Done(r) => println!("{:?}: {} bytes", r.status, r.proof.len()),
+//!     AwaitOutcome::Timeout { state } => println!("still {}", state.name()),
+//! }
+//! engine.drain(Duration::from_secs(60));
+//! # Ok(()) }
+//! ```
+//!
+//! # Architecture invariants
+//!
+//! - Nothing accepted is lost: `submit` returns only after the request is fsync'd and
+//!   renamed into the spool; a job that was running when the process died runs again at the
+//!   next start, or fails with a message once interrupted `max_attempts` times. A result is
+//!   written before the request is removed.
+//! - One request id, one job: a known id attaches to its job or stored result.
+//! - Priority is strict: a queued job never starts before a queued job of higher priority,
+//!   nor before an earlier one of the same priority (also across restarts: the spool keeps
+//!   the acceptance order). A job that does not fit the memory budget waits at the head.
+//! - The host memory budget is never exceeded by reservations: a job's footprint is
+//!   reserved before synthesis and released when it ends, on every path (completed, failed,
+//!   cancelled, shut down). A job larger than the whole budget fails with a message.
+//! - Only kernels hold the per-device lock ([`runner::DeviceBackend`]).
+//! - Cancellation is cooperative and prompt: checked at every stage boundary and before
+//!   every kernel; a cancelled job drops its synthesized data at once.
+//! - Parameters are loaded once per circuit id and evicted only when idle and unreferenced
+//!   (or explicitly).
+//! - A bad request fails alone: runner errors become that job's `Failed` result; no request
+//!   content can panic the engine or stop another job.
+//! - The engine never speaks a protocol and never spawns async tasks for proving: proving
+//!   runs on its own OS threads, async callers only await results.
+
+pub mod engine;
+pub mod error;
+pub mod job;
+pub mod metrics;
+pub mod residency;
+pub mod runner;
+pub mod spool;
+
+pub use engine::{
+    default_memory_budget, DrainReport, Engine, EngineConfig, EngineState, EngineStatus, MemoryStatus,
+    QueueStatus, WorkerStatus,
+};
+pub use error::{EngineError, RunError};
+pub use job::{
+    AwaitOutcome, CancelOutcome, JobEvent, JobInfo, JobRequest, JobResult, JobState, JobStatus, Priority,
+    ProofKind, StageTimings, Submitted,
+};
+pub use residency::ResidentStatus;
+pub use runner::{
+    partition_footprint, CancelToken, Device, DeviceBackend, JobPlan, PoRepRunner, ProofOutput, ProofRunner,
+    ProveContext, SrsRef, Synthesized,
+};

@@ -1,0 +1,202 @@
+//! Parameter residency: each circuit's SRS is loaded once, shared by `Arc` among the jobs
+//! that use it, and kept after they finish, because loading a 32 GiB PoRep parameter set
+//! costs tens of seconds and the next job almost always needs the same one.
+//!
+//! Eviction is least-recently-used and only touches entries that are idle and unreferenced
+//! (`Arc::strong_count == 1`: only the cache holds them), when the resident total would pass
+//! the configured limit. An explicit evict removes the entry at once; if a job still holds
+//! it, its memory is freed when that job ends and `freed_bytes` is 0.
+//!
+//! Generic over the value so that the policy is tested without gigabytes of parameters.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+/// One resident entry, for status (`cuzk.v1.SRSStatus`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ResidentStatus {
+    pub circuit_id: String,
+    pub size_bytes: u64,
+    /// Jobs holding it now.
+    pub ref_count: u32,
+    pub load_time: Duration,
+    pub idle_for: Duration,
+}
+
+struct Resident<T> {
+    value: Arc<T>,
+    bytes: u64,
+    last_used: Instant,
+    load_time: Duration,
+}
+
+pub struct Residency<T> {
+    entries: Mutex<HashMap<String, Resident<T>>>,
+    /// Serializes loads, so two jobs needing the same parameters load them once.
+    load_lock: Mutex<()>,
+    /// 0: no limit.
+    limit_bytes: u64,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl<T> Residency<T> {
+    pub fn new(limit_bytes: u64) -> Residency<T> {
+        Residency {
+            entries: Mutex::new(HashMap::new()),
+            load_lock: Mutex::new(()),
+            limit_bytes,
+        }
+    }
+
+    /// The resident value of `key`, loading it with `load` (which returns the value and its
+    /// size in bytes) when absent. The second element is the load time when it was loaded
+    /// by this call, `None` when it was resident.
+    pub fn get_or_load<E>(
+        &self,
+        key: &str,
+        expected_bytes: u64,
+        load: impl FnOnce() -> Result<(T, u64), E>,
+    ) -> Result<(Arc<T>, Option<Duration>), E> {
+        if let Some(v) = self.touch(key) {
+            return Ok((v, None));
+        }
+        let _loading = lock(&self.load_lock);
+        if let Some(v) = self.touch(key) {
+            return Ok((v, None));
+        }
+        self.make_room(expected_bytes);
+        let start = Instant::now();
+        let (value, bytes) = load()?;
+        let load_time = start.elapsed();
+        let value = Arc::new(value);
+        let mut entries = lock(&self.entries);
+        entries.insert(
+            key.to_string(),
+            Resident {
+                value: value.clone(),
+                bytes,
+                last_used: Instant::now(),
+                load_time,
+            },
+        );
+        Self::evict_idle(&mut entries, self.limit_bytes, 0);
+        Ok((value, Some(load_time)))
+    }
+
+    fn touch(&self, key: &str) -> Option<Arc<T>> {
+        let mut entries = lock(&self.entries);
+        let r = entries.get_mut(key)?;
+        r.last_used = Instant::now();
+        Some(r.value.clone())
+    }
+
+    pub fn is_loaded(&self, key: &str) -> bool {
+        lock(&self.entries).contains_key(key)
+    }
+
+    fn make_room(&self, incoming: u64) {
+        let mut entries = lock(&self.entries);
+        Self::evict_idle(&mut entries, self.limit_bytes, incoming);
+    }
+
+    /// Drops idle, unreferenced entries, least recently used first, until the total plus
+    /// `incoming` fits the limit (or nothing idle is left).
+    fn evict_idle(entries: &mut HashMap<String, Resident<T>>, limit: u64, incoming: u64) {
+        if limit == 0 {
+            return;
+        }
+        loop {
+            let total: u64 = entries.values().map(|r| r.bytes).sum();
+            if total.saturating_add(incoming) <= limit {
+                return;
+            }
+            let victim = entries
+                .iter()
+                .filter(|(_, r)| Arc::strong_count(&r.value) == 1)
+                .min_by_key(|(_, r)| r.last_used)
+                .map(|(k, _)| k.clone());
+            match victim {
+                Some(k) => {
+                    log::info!("evicting idle parameters {k} (least recently used)");
+                    entries.remove(&k);
+                }
+                None => return,
+            }
+        }
+    }
+
+    /// Removes `key`: (was_loaded, freed_bytes). Freed is 0 while a job still holds it.
+    pub fn evict(&self, key: &str) -> (bool, u64) {
+        match lock(&self.entries).remove(key) {
+            None => (false, 0),
+            Some(r) if Arc::strong_count(&r.value) == 1 => (true, r.bytes),
+            Some(_) => (true, 0),
+        }
+    }
+
+    pub fn status(&self) -> Vec<ResidentStatus> {
+        let mut v: Vec<_> = lock(&self.entries)
+            .iter()
+            .map(|(k, r)| ResidentStatus {
+                circuit_id: k.clone(),
+                size_bytes: r.bytes,
+                ref_count: (Arc::strong_count(&r.value) - 1) as u32,
+                load_time: r.load_time,
+                idle_for: r.last_used.elapsed(),
+            })
+            .collect();
+        v.sort_by(|a, b| a.circuit_id.cmp(&b.circuit_id));
+        v
+    }
+
+    pub fn resident_bytes(&self) -> u64 {
+        lock(&self.entries).values().map(|r| r.bytes).sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load(n: u64) -> impl FnOnce() -> Result<(u64, u64), String> {
+        move || Ok((n, n))
+    }
+
+    #[test]
+    fn loads_once_and_evicts_least_recently_used_idle_entry() {
+        let r = Residency::<u64>::new(250);
+        let (a, t) = r.get_or_load("a", 100, load(100)).unwrap();
+        assert!(t.is_some());
+        let (_, t) = r.get_or_load("a", 100, || Err::<(u64, u64), _>("must not load again")).unwrap();
+        assert!(t.is_none());
+        drop(a);
+        let (b, _) = r.get_or_load("b", 100, load(100)).unwrap();
+        drop(b);
+        r.get_or_load("a", 100, load(100)).unwrap(); // a is now more recent than b
+        let (c, _) = r.get_or_load("c", 100, load(100)).unwrap();
+        assert!(r.is_loaded("a") && r.is_loaded("c") && !r.is_loaded("b"));
+        // c is referenced: loading d must evict a (idle), never c.
+        let (_d, _) = r.get_or_load("d", 100, load(100)).unwrap();
+        assert!(r.is_loaded("c") && r.is_loaded("d") && !r.is_loaded("a"));
+        assert_eq!(r.evict("c"), (true, 0), "c is still held by a job");
+        drop(c);
+        assert_eq!(r.evict("zz"), (false, 0));
+        let (d2, _) = r.get_or_load("d", 100, load(100)).unwrap();
+        drop(d2);
+        drop(_d);
+        assert_eq!(r.evict("d"), (true, 100));
+        assert_eq!(r.resident_bytes(), 0);
+    }
+
+    #[test]
+    fn a_failed_load_leaves_nothing_behind() {
+        let r = Residency::<u64>::new(0);
+        let e = r.get_or_load("x", 1, || Err::<(u64, u64), _>("no file")).unwrap_err();
+        assert_eq!(e, "no file");
+        assert!(!r.is_loaded("x"));
+    }
+}

@@ -1,0 +1,394 @@
+//! The seam between scheduling and proving.
+//!
+//! Why a trait: the engine's hard parts (priorities, the spool, cancel, budgets, recovery)
+//! must be testable in milliseconds, while a real proof takes tens of seconds even for a
+//! 2 KiB sector. The engine only sees the three stages a job goes through; the real
+//! implementation, [`PoRepRunner`], calls cuzk-filecoin's PoRep C2, and tests drive the
+//! engine with doubles that sleep or fail on command.
+//!
+//! Stages: `plan` (cheap: which parameters, how many bytes of host memory) -> `synthesize`
+//! (CPU, may run ahead of proving while the memory budget allows) -> `prove` (on a worker,
+//! with the parameters resident and a backend whose kernels run under the device lock).
+//!
+//! Cancellation is cooperative: the engine sets a [`CancelToken`]; runners check it between
+//! stages, and the engine's backend wrapper ([`DeviceBackend`]) refuses the next kernel once
+//! it is set, so a cancelled proof stops at its next NTT or MSM, between partitions at the
+//! latest, and drops its witnesses on the way out.
+
+use std::any::Any;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
+use cuzk_filecoin::c1::REGISTERED_SEAL_PROOFS;
+use cuzk_filecoin::params::{seal_params_path, use_proof_dirs};
+use cuzk_filecoin::{parse_c1, prove_porep_c2, prover_id_from_miner, C1Input, SectorIdentity};
+use cuzk_groth16::{Backend, BackendError, NttDirection, Selection, Srs, SrsShape};
+
+use crate::error::RunError;
+use crate::job::{JobRequest, ProofKind};
+
+/// A job's cancellation flag, shared by the engine and the thread running the job.
+#[derive(Clone, Debug, Default)]
+pub struct CancelToken {
+    cancelled: Arc<AtomicBool>,
+    /// Set with `cancelled` when the engine shuts down: the job is left in the spool
+    /// instead of ending as cancelled.
+    shutdown: Arc<AtomicBool>,
+}
+
+impl CancelToken {
+    pub fn cancel(&self) {
+        self.cancelled.store(true, Ordering::SeqCst);
+    }
+    pub(crate) fn shut_down(&self) {
+        self.shutdown.store(true, Ordering::SeqCst);
+        self.cancel();
+    }
+    pub fn is_cancelled(&self) -> bool {
+        self.cancelled.load(Ordering::SeqCst)
+    }
+    pub(crate) fn is_shutdown(&self) -> bool {
+        self.shutdown.load(Ordering::SeqCst)
+    }
+    /// `Err(Cancelled)` once cancelled: `token.check()?` at a stage boundary.
+    pub fn check(&self) -> Result<(), RunError> {
+        if self.is_cancelled() {
+            Err(RunError::Cancelled)
+        } else {
+            Ok(())
+        }
+    }
+}
+
+/// Which parameters a job needs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SrsRef {
+    /// Residency key, e.g. "porep-2k", "porep-32g".
+    pub circuit_id: String,
+    pub path: PathBuf,
+    /// Decoded size, from the file header ([`Srs::shape`]).
+    pub bytes: u64,
+}
+
+/// What a job will need, known before it starts.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct JobPlan {
+    pub srs: Option<SrsRef>,
+    /// Host memory the job holds from synthesis to the end of proving (parameters are
+    /// accounted separately, by residency). The engine reserves it from the budget before
+    /// synthesis starts.
+    pub footprint_bytes: u64,
+}
+
+/// The output of synthesis, opaque to the engine. Dropping it frees the job's memory.
+pub struct Synthesized(pub Box<dyn Any + Send>);
+
+/// What the proving stage gets.
+pub struct ProveContext<'a> {
+    pub srs: Option<&'a Srs>,
+    pub backend: &'a dyn Backend,
+    pub cancel: &'a CancelToken,
+}
+
+/// A proof and where the runner's time went (engine-measured stages are added to it).
+#[derive(Clone, Debug, Default)]
+pub struct ProofOutput {
+    pub proof: Vec<u8>,
+    /// Synthesis that happened inside `prove` (runners that cannot split it out).
+    pub synthesis: Duration,
+    pub verify: Duration,
+}
+
+/// How jobs are proved. Implementations must not panic on any request content; every
+/// problem is a [`RunError`] that becomes the job's failure message.
+pub trait ProofRunner: Send + Sync + 'static {
+    /// Cheap checks and the job's needs. Called without any engine lock held.
+    fn plan(&self, request: &JobRequest) -> Result<JobPlan, RunError>;
+
+    /// CPU work that may run ahead of proving (under the job's memory reservation).
+    fn synthesize(
+        &self,
+        request: &JobRequest,
+        plan: &JobPlan,
+        cancel: &CancelToken,
+    ) -> Result<Synthesized, RunError>;
+
+    /// The proof, on a worker.
+    fn prove(&self, work: Synthesized, ctx: ProveContext<'_>) -> Result<ProofOutput, RunError>;
+
+    /// The parameters of a circuit id, for explicit preload.
+    fn srs_for_circuit(&self, circuit_id: &str) -> Result<SrsRef, RunError>;
+}
+
+/// A compute device as the engine schedules it: a backend and a name for status and logs.
+#[derive(Clone)]
+pub struct Device {
+    pub name: String,
+    pub backend: Arc<dyn Backend>,
+}
+
+impl Device {
+    /// The CPU backend, as one device.
+    pub fn cpu() -> Device {
+        Device {
+            name: "cpu".into(),
+            backend: Arc::new(cuzk_groth16::CpuBackend),
+        }
+    }
+}
+
+/// Wraps a device's backend for one job: every kernel checks the job's cancel flag first
+/// and runs under the per-device lock, so that workers sharing a device interleave only
+/// between kernels while their CPU-side work (synthesis, assembly) runs outside the lock.
+/// Measures kernel time and lock wait.
+pub struct DeviceBackend<'a> {
+    inner: &'a dyn Backend,
+    lock: &'a Mutex<()>,
+    cancel: &'a CancelToken,
+    busy_ns: AtomicU64,
+    wait_ns: AtomicU64,
+}
+
+impl<'a> DeviceBackend<'a> {
+    pub fn new(inner: &'a dyn Backend, lock: &'a Mutex<()>, cancel: &'a CancelToken) -> Self {
+        DeviceBackend {
+            inner,
+            lock,
+            cancel,
+            busy_ns: AtomicU64::new(0),
+            wait_ns: AtomicU64::new(0),
+        }
+    }
+
+    pub fn busy(&self) -> Duration {
+        Duration::from_nanos(self.busy_ns.load(Ordering::Relaxed))
+    }
+    pub fn lock_wait(&self) -> Duration {
+        Duration::from_nanos(self.wait_ns.load(Ordering::Relaxed))
+    }
+
+    fn run<R>(&self, f: impl FnOnce(&dyn Backend) -> Result<R, BackendError>) -> Result<R, BackendError> {
+        let cancelled = || BackendError::Unavailable {
+            backend: "engine",
+            reason: "job cancelled".into(),
+        };
+        if self.cancel.is_cancelled() {
+            return Err(cancelled());
+        }
+        let t = Instant::now();
+        let _held = self.lock.lock().unwrap_or_else(|p| p.into_inner());
+        self.wait_ns.fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        if self.cancel.is_cancelled() {
+            return Err(cancelled());
+        }
+        let t = Instant::now();
+        let r = f(self.inner);
+        self.busy_ns.fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        r
+    }
+}
+
+impl Backend for DeviceBackend<'_> {
+    fn name(&self) -> &'static str {
+        self.inner.name()
+    }
+    fn ntt(&self, values: &mut [Scalar], direction: NttDirection) -> Result<(), BackendError> {
+        self.run(|b| b.ntt(values, direction))
+    }
+    fn coset_quotient(&self, a: &mut [Scalar], b: &[Scalar], c: &[Scalar]) -> Result<(), BackendError> {
+        self.run(|be| be.coset_quotient(a, b, c))
+    }
+    fn msm_g1(&self, bases: &[G1Affine], sel: Selection<'_>, s: &[Scalar]) -> Result<G1Projective, BackendError> {
+        self.run(|b| b.msm_g1(bases, sel, s))
+    }
+    fn msm_g2(&self, bases: &[G2Affine], sel: Selection<'_>, s: &[Scalar]) -> Result<G2Projective, BackendError> {
+        self.run(|b| b.msm_g2(bases, sel, s))
+    }
+    fn sum_g1(&self, bases: &[G1Affine], sel: Selection<'_>) -> Result<G1Projective, BackendError> {
+        self.run(|b| b.sum_g1(bases, sel))
+    }
+    fn sum_g2(&self, bases: &[G2Affine], sel: Selection<'_>) -> Result<G2Projective, BackendError> {
+        self.run(|b| b.sum_g2(bases, sel))
+    }
+}
+
+/// Host bytes a proof over parameters of `shape` holds at its peak, one partition at a
+/// time (what `prove_porep_c2` does): the a, b, c evaluations and h over the domain, plus
+/// the assignment of every input and aux variable, 32 bytes per field element.
+pub fn partition_footprint(shape: &SrsShape) -> u64 {
+    let domain = (shape.h as u64 + 1).next_power_of_two();
+    let variables = (shape.ic + shape.l) as u64;
+    (4 * domain + variables) * 32
+}
+
+/// Short size label of a circuit id: 2048 -> "2k", 32 GiB -> "32g".
+fn size_label(bytes: u64) -> String {
+    match bytes {
+        b if b >= 1 << 30 => format!("{}g", b >> 30),
+        b if b >= 1 << 20 => format!("{}m", b >> 20),
+        b => format!("{}k", b >> 10),
+    }
+}
+
+/// PoRep C2 with cuzk's prover (cuzk-filecoin), verified before it is returned. The other
+/// proof kinds fail at `plan` with "not supported yet".
+pub struct PoRepRunner {
+    param_dir: PathBuf,
+}
+
+struct PoRepWork {
+    c1: C1Input,
+    id: SectorIdentity,
+}
+
+impl PoRepRunner {
+    /// Parameters (`.params` and `.vk`) in `param_dir` by Filecoin's naming; filecoin-proofs
+    /// is pointed at the same directory (and at `parent_dir`, when given) for verification.
+    pub fn new(param_dir: &Path, parent_dir: Option<&Path>) -> Result<PoRepRunner, RunError> {
+        use_proof_dirs(param_dir, parent_dir).map_err(|e| RunError::Params(e.to_string()))?;
+        Ok(PoRepRunner {
+            param_dir: param_dir.to_path_buf(),
+        })
+    }
+
+    /// "porep-2k" for the interactive and synthetic proofs of a 2 KiB sector (they share
+    /// parameters), "ni-porep-2k" for non-interactive PoRep.
+    pub fn circuit_id(proof: filecoin_proofs_api::RegisteredSealProof) -> String {
+        let size = size_label(u64::from(proof.sector_size()));
+        if format!("{proof:?}").contains("NonInteractive") {
+            format!("ni-porep-{size}")
+        } else {
+            format!("porep-{size}")
+        }
+    }
+
+    fn srs_ref(&self, proof: filecoin_proofs_api::RegisteredSealProof) -> Result<SrsRef, RunError> {
+        let path = seal_params_path(&self.param_dir, proof).map_err(|e| RunError::Params(e.to_string()))?;
+        let shape = Srs::shape(&path).map_err(|e| {
+            RunError::Params(format!(
+                "{e} (parameters for {proof:?} are expected in {}; fetch them or point the \
+                 parameter cache there)",
+                self.param_dir.display()
+            ))
+        })?;
+        Ok(SrsRef {
+            circuit_id: Self::circuit_id(proof),
+            path,
+            bytes: shape.point_bytes() as u64,
+        })
+    }
+
+    fn parse(request: &JobRequest) -> Result<C1Input, RunError> {
+        if request.kind != ProofKind::PoRepSealCommit {
+            return Err(RunError::Unsupported(request.kind.queue_name()));
+        }
+        let c1 = parse_c1(&request.vanilla_proof)
+            .map_err(|e| RunError::BadRequest(format!("vanilla_proof: {e}")))?;
+        if request.sector_size != 0 {
+            c1.check_sector_size(request.sector_size)
+                .map_err(|e| RunError::BadRequest(format!("sector_size: {e}")))?;
+        }
+        Ok(c1)
+    }
+}
+
+impl ProofRunner for PoRepRunner {
+    fn plan(&self, request: &JobRequest) -> Result<JobPlan, RunError> {
+        let c1 = Self::parse(request)?;
+        let srs = self.srs_ref(c1.registered_proof())?;
+        let shape = Srs::shape(&srs.path).map_err(|e| RunError::Params(e.to_string()))?;
+        Ok(JobPlan {
+            footprint_bytes: partition_footprint(&shape) + 2 * request.payload_bytes(),
+            srs: Some(srs),
+        })
+    }
+
+    fn synthesize(&self, request: &JobRequest, _plan: &JobPlan, cancel: &CancelToken) -> Result<Synthesized, RunError> {
+        cancel.check()?;
+        let c1 = Self::parse(request)?;
+        if request.miner_id == 0 {
+            return Err(RunError::BadRequest(
+                "miner_id is 0; expected the miner actor id the sector was sealed for".into(),
+            ));
+        }
+        let sector_id = match (request.sector_number, c1.sector_num) {
+            (0, Some(n)) => n,
+            (0, None) => {
+                return Err(RunError::BadRequest(
+                    "sector_number is 0 and the C1 input is not an envelope with SectorNum".into(),
+                ))
+            }
+            (n, _) => n,
+        };
+        let id = SectorIdentity {
+            prover_id: prover_id_from_miner(request.miner_id),
+            sector_id,
+        };
+        Ok(Synthesized(Box::new(PoRepWork { c1, id })))
+    }
+
+    fn prove(&self, work: Synthesized, ctx: ProveContext<'_>) -> Result<ProofOutput, RunError> {
+        ctx.cancel.check()?;
+        let work = work
+            .0
+            .downcast::<PoRepWork>()
+            .map_err(|_| RunError::Prove("internal: synthesis output of another runner".into()))?;
+        let srs = ctx
+            .srs
+            .ok_or_else(|| RunError::Prove("internal: PoRep proving needs parameters".into()))?;
+        let (proof, t) = prove_porep_c2(&work.c1, work.id, srs, ctx.backend).map_err(|e| {
+            if ctx.cancel.is_cancelled() {
+                RunError::Cancelled
+            } else {
+                RunError::Prove(e.to_string())
+            }
+        })?;
+        Ok(ProofOutput {
+            proof,
+            synthesis: t.circuits + t.synthesis,
+            verify: t.verify,
+        })
+    }
+
+    fn srs_for_circuit(&self, circuit_id: &str) -> Result<SrsRef, RunError> {
+        // Canonical proof per circuit id: the newest interactive (or NI) version.
+        let proof = REGISTERED_SEAL_PROOFS
+            .iter()
+            .rev()
+            .copied()
+            .filter(|p| !format!("{p:?}").contains("Synthetic"))
+            .find(|p| Self::circuit_id(*p) == circuit_id)
+            .ok_or_else(|| {
+                RunError::BadRequest(format!(
+                    "circuit_id {circuit_id:?} is unknown; expected porep-<size> or \
+                     ni-porep-<size> with size 2k, 8m, 512m, 32g or 64g"
+                ))
+            })?;
+        self.srs_ref(proof)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use filecoin_proofs_api::RegisteredSealProof as P;
+
+    #[test]
+    fn circuit_ids_name_size_and_variant() {
+        assert_eq!(PoRepRunner::circuit_id(P::StackedDrg2KiBV1_1), "porep-2k");
+        assert_eq!(PoRepRunner::circuit_id(P::StackedDrg32GiBV1_1_Feat_SyntheticPoRep), "porep-32g");
+        assert_eq!(PoRepRunner::circuit_id(P::StackedDrg64GiBV1_2_Feat_NonInteractivePoRep), "ni-porep-64g");
+        assert_eq!(PoRepRunner::circuit_id(P::StackedDrg512MiBV1), "porep-512m");
+    }
+
+    #[test]
+    fn footprint_grows_with_the_domain() {
+        let small = SrsShape { ic: 2, h: 1023, l: 1000, a: 10, b_g1: 10, b_g2: 10 };
+        let big = SrsShape { h: (1 << 20) - 1, ..small };
+        assert_eq!(partition_footprint(&small), (4 * 1024 + 1002) * 32);
+        assert!(partition_footprint(&big) > 100 * partition_footprint(&small));
+    }
+}
