@@ -77,13 +77,26 @@ enum Cmd {
     },
 }
 
+/// The backend to prove with. `auto` takes the GPU when one is usable and says why not
+/// otherwise; `gpu` insists and fails with the reason.
 fn select_backend(kind: BackendKind) -> Result<Box<dyn Backend>> {
     match kind {
-        BackendKind::Cpu | BackendKind::Auto => Ok(Box::new(CpuBackend)),
-        BackendKind::Gpu => bail!(
-            "the GPU backend is not available in this build (cuzk-gpu is not built yet); use \
-             --backend cpu or auto"
-        ),
+        BackendKind::Cpu => Ok(Box::new(CpuBackend)),
+        BackendKind::Gpu => {
+            let gpu = cuzk_gpu::GpuBackend::new().context("GPU backend unavailable")?;
+            println!("backend: gpu ({})", gpu.device().name);
+            Ok(Box::new(gpu))
+        }
+        BackendKind::Auto => match cuzk_gpu::GpuBackend::new() {
+            Ok(gpu) => {
+                println!("backend: gpu ({})", gpu.device().name);
+                Ok(Box::new(gpu))
+            }
+            Err(e) => {
+                println!("backend: cpu (GPU backend unavailable: {e})");
+                Ok(Box::new(CpuBackend))
+            }
+        },
     }
 }
 

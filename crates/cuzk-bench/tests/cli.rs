@@ -89,6 +89,11 @@ fn bad_c1_and_unavailable_backend_fail_clearly() {
     let o = bench(&[
         "prove", "--c1", s(&f.c1_path()), "--param-cache", s(&f.param_dir()), "--backend", "gpu", "--out", s(&out),
     ]);
-    assert!(!o.status.success());
-    assert!(stderr(&o).contains("GPU backend"), "{}", stderr(&o));
+    // On a machine without a GPU (CI) the reason is named; with one, the GPU proves.
+    if o.status.success() {
+        println!("a GPU is present: --backend gpu proved");
+    } else {
+        let e = stderr(&o);
+        assert!(e.contains("GPU backend unavailable") && (e.contains("no CUDA") || e.contains("built without GPU kernels")), "{e}");
+    }
 }
