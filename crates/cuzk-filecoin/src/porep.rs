@@ -90,6 +90,15 @@ pub fn prover_id_from_miner(actor_id: u64) -> [u8; 32] {
     out
 }
 
+/// The blinding values (r, s) of each partition's proof.
+#[derive(Clone, Debug)]
+pub enum Blinding {
+    /// Fresh random values from the OS: what production proofs must use.
+    Random,
+    /// Given values, one pair per partition: for comparing backends bit for bit.
+    Fixed(Vec<(Fr, Fr)>),
+}
+
 /// Proves a sector's C1 output. `srs` must be the parameters of its registered proof (see
 /// [`crate::params::seal_params_path`]); filecoin-proofs must already point at the same
 /// parameter directory for the verifying key ([`crate::params::use_proof_dirs`]).
@@ -99,8 +108,19 @@ pub fn prove_porep_c2(
     srs: &Srs,
     backend: &dyn Backend,
 ) -> Result<(Vec<u8>, PoRepTimings), PoRepError> {
+    prove_porep_c2_with(c1, id, srs, backend, &Blinding::Random)
+}
+
+/// [`prove_porep_c2`] with chosen blinding values.
+pub fn prove_porep_c2_with(
+    c1: &C1Input,
+    id: SectorIdentity,
+    srs: &Srs,
+    backend: &dyn Backend,
+    blinding: &Blinding,
+) -> Result<(Vec<u8>, PoRepTimings), PoRepError> {
     let size = u64::from(c1.registered_proof().sector_size());
-    with_shape!(size, prove_shape, &c1.output, id, srs, backend)
+    with_shape!(size, prove_shape, &c1.output, id, srs, backend, blinding)
 }
 
 /// Verifies C2 output bytes with filecoin-proofs, as the chain would.
@@ -127,6 +147,7 @@ fn prove_shape<Tree: 'static + MerkleTreeTrait>(
     id: SectorIdentity,
     srs: &Srs,
     backend: &dyn Backend,
+    blinding: &Blinding,
 ) -> Result<(Vec<u8>, PoRepTimings), PoRepError> {
     let bad = |e: anyhow::Error| PoRepError::BadInput(format!("{e:#}"));
     let proof_type: RegisteredSealProof = c1.registered_proof;
@@ -150,6 +171,15 @@ fn prove_shape<Tree: 'static + MerkleTreeTrait>(
             vanilla.len(),
             usize::from(config.partitions)
         )));
+    }
+    if let Blinding::Fixed(pairs) = blinding {
+        if pairs.len() != vanilla.len() {
+            return Err(PoRepError::BadInput(format!(
+                "{} blinding pairs for {} partitions",
+                pairs.len(),
+                vanilla.len()
+            )));
+        }
     }
     let replica_fr: Fr = c1.replica_id.into();
     let public_inputs = stacked::PublicInputs::<
@@ -205,7 +235,10 @@ fn prove_shape<Tree: 'static + MerkleTreeTrait>(
         }
         t.synthesis += start.elapsed();
 
-        let (r, s) = cuzk_groth16::prover::random_blinding(&mut OsRng);
+        let (r, s) = match blinding {
+            Blinding::Random => cuzk_groth16::prover::random_blinding(&mut OsRng),
+            Blinding::Fixed(pairs) => pairs[k],
+        };
         let (proof, pt) = prove(backend, srs, witness, r, s)
             .map_err(|source| PoRepError::Prove { partition: k, source })?;
         t.prove.accumulate(&pt);
