@@ -496,10 +496,11 @@ impl Engine {
             }
         }
         let queue_position = queue_position(&s, &id);
-        drop(s);
         if state == JobState::Queued {
+            // Under the lock, so that no later state of this job is announced before it.
             self.emit(&id, kind, JobState::Queued);
         }
+        drop(s);
         Ok(Submitted {
             job_id: id,
             existing: false,
@@ -765,9 +766,9 @@ impl Engine {
                 j.synthesized_at = Some(Instant::now());
                 let key = j.key(id);
                 s.synthesized.insert(key);
+                self.emit(id, kind, JobState::Synthesized);
                 inner.wake.notify_all();
                 drop(s);
-                self.emit(id, kind, JobState::Synthesized);
             }
             Ok(_) | Err(RunError::Cancelled) => {
                 self.finish(id, JobStatus::Cancelled, Vec::new(), Some("cancelled during synthesis".into()))

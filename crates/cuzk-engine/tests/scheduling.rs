@@ -1,0 +1,274 @@
+//! The engine driven by a scripted runner (tests/common): priorities, idempotent ids,
+//! cancel, await timeouts, failing requests, result expiry, the memory budget, drain and
+//! restart, events and metrics.
+
+mod common;
+
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use common::*;
+use cuzk_engine::*;
+
+fn quick() -> Script {
+    Script { prove_ms: 20, ..Script::default() }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn higher_priority_first_and_fifo_within_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let (e, log) = start(config(dir.path()));
+    e.pause();
+    let s = quick();
+    let jobs = [
+        ("n1", ProofKind::PoRepSealCommit, None),
+        ("l1", ProofKind::PoRepSealCommit, Some(Priority::Low)),
+        ("w1", ProofKind::WindowPostPartition, None), // High by default
+        ("n2", ProofKind::SnapDealsUpdate, None),     // Normal by default
+        ("win", ProofKind::WinningPost, None),        // Critical by default
+        ("h1", ProofKind::PoRepSealCommit, Some(Priority::High)),
+        ("c1", ProofKind::PoRepSealCommit, Some(Priority::Critical)),
+        ("n3", ProofKind::PoRepSealCommit, Some(Priority::Normal)),
+    ];
+    for (id, kind, p) in jobs {
+        e.submit(request(id, kind, p, &s)).unwrap();
+    }
+    assert_eq!(e.status().queue_depth(), 8);
+    assert_eq!(e.submit(request("x", ProofKind::PoRepSealCommit, Some(Priority::Low), &s)).unwrap().queue_position, 9);
+    e.cancel("x").unwrap();
+    std::thread::sleep(Duration::from_millis(50));
+    assert!(log.synthesized.lock().unwrap().is_empty(), "paused: nothing may start");
+    e.resume();
+    for (id, ..) in jobs {
+        assert_eq!(done(&e, id).await.status, JobStatus::Completed);
+    }
+    let order = log.proved.lock().unwrap().clone();
+    assert_eq!(order, ["win", "c1", "w1", "h1", "n1", "n2", "n3", "l1"]);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_known_request_id_never_makes_a_second_job() {
+    let dir = tempfile::tempdir().unwrap();
+    let (e, log) = start(config(dir.path()));
+    let s = Script { prove_ms: 200, ..Script::default() };
+    let first = e.submit(porep("porep-1000-7", &s)).unwrap();
+    assert!(!first.existing);
+    let again = e.submit(porep("porep-1000-7", &s)).unwrap();
+    assert!(again.existing);
+    assert_eq!(again.job_id, "porep-1000-7");
+    let r = done(&e, "porep-1000-7").await;
+    assert_eq!(r.proof, b"porep-1000-7");
+    // After the result: a retry gets the stored result, still no new job.
+    let late = e.submit(porep("porep-1000-7", &s)).unwrap();
+    assert!(late.existing);
+    assert_eq!(late.state, JobState::Completed);
+    assert_eq!(done(&e, "porep-1000-7").await, r);
+    assert_eq!(log.synthesized.lock().unwrap().as_slice(), ["porep-1000-7"]);
+    // Empty ids get fresh, distinct ids.
+    let a = e.submit(porep("", &quick())).unwrap();
+    let b = e.submit(porep("", &quick())).unwrap();
+    assert!(!a.job_id.is_empty() && a.job_id != b.job_id);
+    let long = "x".repeat(MAX_ID + 1);
+    let err = e.submit(porep(&long, &quick())).unwrap_err().to_string();
+    assert!(err.contains("request_id is 121 bytes"), "{err}");
+}
+
+const MAX_ID: usize = cuzk_engine::job::MAX_REQUEST_ID_BYTES;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn cancel_queued_and_running_jobs_and_memory_comes_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = config(dir.path());
+    c.host_memory_budget_bytes = 100; // one job at a time: the second stays queued
+    let (e, log) = start(c);
+    let long = Script { prove_ms: 30_000, footprint: 100, ..Script::default() };
+    e.submit(porep("running", &long)).unwrap();
+    e.submit(porep("queued", &long)).unwrap();
+    wait_state(&e, "running", JobState::Proving);
+    assert_eq!(e.job("queued").unwrap().state, JobState::Queued);
+
+    assert_eq!(e.cancel("queued").unwrap(), CancelOutcome::Dequeued);
+    let r = done(&e, "queued").await;
+    assert_eq!(r.status, JobStatus::Cancelled);
+
+    let t = Instant::now();
+    let c = e.cancel("running").unwrap();
+    assert!(c.was_running());
+    let r = done(&e, "running").await;
+    assert_eq!(r.status, JobStatus::Cancelled);
+    assert!(t.elapsed() < Duration::from_secs(2), "a running job stops at its next boundary");
+    assert_eq!(log.cancelled_in_prove.load(Ordering::SeqCst), 1);
+    assert_eq!(log.held.load(Ordering::SeqCst), 0, "synthesized data dropped");
+    assert_eq!(e.status().memory.in_use_bytes, 0);
+    assert_eq!(e.status().cancelled, 2);
+    assert_eq!(e.cancel("running").unwrap(), CancelOutcome::AlreadyFinished(JobStatus::Cancelled));
+    assert!(matches!(e.cancel("nope"), Err(EngineError::NotFound(_))));
+    assert_eq!(log.synthesized.lock().unwrap().as_slice(), ["running"], "the cancelled queued job never ran");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn await_timeout_is_honoured_and_the_job_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let (e, _) = start(config(dir.path()));
+    e.submit(porep("slow", &Script { prove_ms: 1500, ..Script::default() })).unwrap();
+    let t = Instant::now();
+    let out = e.await_job("slow", Some(Duration::from_millis(100))).await.unwrap();
+    assert!(matches!(out, AwaitOutcome::Timeout { .. }), "{out:?}");
+    assert!(t.elapsed() < Duration::from_millis(700), "took {:?}", t.elapsed());
+    assert_eq!(done(&e, "slow").await.status, JobStatus::Completed);
+    assert!(matches!(e.await_job("unknown", None).await, Err(EngineError::NotFound(_))));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_bad_request_fails_alone_with_a_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let (e, _) = start(config(dir.path()));
+    let mut garbled = porep("garbled", &quick());
+    garbled.vanilla_proof = b"{\"registered_proof\": [garbage".to_vec();
+    e.submit(garbled).unwrap();
+    e.submit(porep("bad-plan", &Script { plan_fail: Some("sector_size: 7 is not a sector size".into()), ..quick() }))
+        .unwrap();
+    e.submit(porep("bad-prove", &Script { prove_fail: Some("partition 3 unsatisfied".into()), ..quick() }))
+        .unwrap();
+    e.submit(porep("good", &quick())).unwrap();
+
+    let r = done(&e, "garbled").await;
+    assert_eq!(r.status, JobStatus::Failed);
+    assert!(r.error.as_deref().unwrap().contains("vanilla_proof"), "{r:?}");
+    let r = done(&e, "bad-plan").await;
+    assert!(r.error.as_deref().unwrap().contains("sector_size: 7"), "{r:?}");
+    let r = done(&e, "bad-prove").await;
+    assert_eq!(r.status, JobStatus::Failed);
+    assert!(r.error.as_deref().unwrap().contains("partition 3 unsatisfied"), "{r:?}");
+    assert!(r.proof.is_empty());
+    assert_eq!(done(&e, "good").await.status, JobStatus::Completed);
+    let st = e.status();
+    assert_eq!((st.completed, st.failed), (1, 3));
+    assert_eq!(st.memory.in_use_bytes, 0);
+    // An unknown wire proof kind is refused before it becomes a job.
+    assert!(ProofKind::from_wire(7).unwrap_err().to_string().contains("proof_kind 7 is unknown"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn results_expire_after_their_ttl_and_sooner_once_fetched() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = config(dir.path());
+    c.result_ttl = Duration::from_millis(300);
+    c.fetched_result_ttl = Duration::from_secs(3600);
+    let (e, _) = start(c);
+    e.submit(porep("unfetched", &quick())).unwrap();
+    wait_state(&e, "unfetched", JobState::Completed);
+    let results = dir.path().join("spool/results");
+    assert_eq!(std::fs::read_dir(&results).unwrap().count(), 1);
+    std::thread::sleep(Duration::from_millis(800));
+    assert!(matches!(e.job("unfetched"), Err(EngineError::NotFound(_))));
+    assert_eq!(std::fs::read_dir(&results).unwrap().count(), 0, "result file removed");
+    drop(e);
+
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = config(dir.path());
+    c.result_ttl = Duration::from_secs(3600);
+    c.fetched_result_ttl = Duration::from_millis(200);
+    let (e, _) = start(c);
+    e.submit(porep("fetched", &quick())).unwrap();
+    e.submit(porep("kept", &quick())).unwrap();
+    done(&e, "fetched").await;
+    wait_state(&e, "kept", JobState::Completed);
+    std::thread::sleep(Duration::from_millis(700));
+    assert!(matches!(e.job("fetched"), Err(EngineError::NotFound(_))));
+    assert_eq!(e.job("kept").unwrap().state, JobState::Completed, "unfetched result kept");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_memory_budget_bounds_synthesis_lookahead() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = config(dir.path());
+    c.host_memory_budget_bytes = 250;
+    c.synthesis_workers = 2;
+    c.gpu_workers_per_device = 1;
+    let (e, log) = start(c);
+    let s = Script { synth_ms: 10, prove_ms: 150, footprint: 100, ..Script::default() };
+    for i in 0..6 {
+        e.submit(porep(&format!("j{i}"), &s)).unwrap();
+    }
+    e.submit(porep("huge", &Script { footprint: 251, ..quick() })).unwrap();
+    let mut seen_ahead = false;
+    for i in 0..6 {
+        let id = format!("j{i}");
+        while e.job(&id).unwrap().state != JobState::Completed {
+            let st = e.status();
+            assert!(st.memory.in_use_bytes <= 250);
+            seen_ahead |= e.list_jobs().iter().any(|j| j.state == JobState::Synthesized);
+            std::thread::sleep(Duration::from_millis(3));
+        }
+        assert_eq!(done(&e, &id).await.status, JobStatus::Completed);
+    }
+    assert_eq!(log.max_held.load(Ordering::SeqCst), 2, "one proving, one synthesized ahead, no more");
+    assert!(seen_ahead, "synthesis ran ahead of proving");
+    assert_eq!(e.status().memory.high_water_bytes, 200);
+    let r = done(&e, "huge").await;
+    assert_eq!(r.status, JobStatus::Failed);
+    assert!(r.error.as_deref().unwrap().contains("host_memory_budget_bytes = 250"), "{r:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn drain_leaves_work_in_the_spool_for_the_next_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let (e, _) = start(config(dir.path()));
+    e.submit(porep("done-before", &quick())).unwrap();
+    done(&e, "done-before").await;
+    e.submit(porep("long", &Script { prove_ms: 2_000, ..Script::default() })).unwrap();
+    wait_state(&e, "long", JobState::Proving);
+    e.pause();
+    e.submit(porep("q1", &quick())).unwrap();
+    e.submit(porep("q2", &quick())).unwrap();
+    assert!(matches!(
+        Engine::start(config(dir.path()), std::sync::Arc::new(ScriptedRunner(Default::default())), vec![Device::cpu()]),
+        Err(EngineError::StateDirBusy(_))
+    ));
+    let report = e.drain(Duration::from_millis(300));
+    assert!(!report.finished_in_time);
+    assert_eq!(report.left_in_spool, 3);
+    assert!(report.threads_stopped);
+    assert!(matches!(e.submit(porep("late", &quick())), Err(EngineError::Draining)));
+    drop(e);
+
+    let (e, log) = start(config(dir.path()));
+    for id in ["long", "q1", "q2"] {
+        assert_eq!(e.job(id).unwrap().state, JobState::Queued);
+    }
+    let r = done(&e, "long").await;
+    assert_eq!(r.status, JobStatus::Completed, "{r:?}");
+    assert_eq!(r.attempts, 1, "a drained run does not count as an attempt");
+    assert_eq!(done(&e, "q1").await.status, JobStatus::Completed);
+    assert_eq!(done(&e, "q2").await.status, JobStatus::Completed);
+    // The result from before the restart is still there.
+    assert_eq!(done(&e, "done-before").await.proof, b"done-before");
+    assert_eq!(log.synthesized.lock().unwrap().len(), 3);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn events_and_metrics_follow_a_job() {
+    let dir = tempfile::tempdir().unwrap();
+    let (e, _) = start(config(dir.path()));
+    let mut rx = e.subscribe();
+    e.submit(porep("watched", &quick())).unwrap();
+    let r = done(&e, "watched").await;
+    assert!(r.timings.total >= r.timings.prove);
+    assert!(r.timings.prove >= Duration::from_millis(20));
+    let mut states = Vec::new();
+    while states.last() != Some(&JobState::Completed) {
+        let ev = tokio::time::timeout(Duration::from_secs(5), rx.recv()).await.unwrap().unwrap();
+        assert_eq!(ev.job_id, "watched");
+        states.push(ev.state);
+    }
+    use JobState::*;
+    assert_eq!(states, [Queued, Synthesizing, Synthesized, Proving, Completed]);
+    let m = e.metrics_text();
+    assert!(m.contains("cuzk_proofs_completed_total 1\n"), "{m}");
+    assert!(m.contains("cuzk_queue_depth{proof_kind=\"porep-c2\"} 0\n"), "{m}");
+    assert!(m.contains("# TYPE cuzk_uptime_seconds gauge"), "{m}");
+    let st = e.status();
+    assert_eq!(st.workers.len(), 1);
+    assert_eq!(st.state, EngineState::Running);
+}
