@@ -51,6 +51,9 @@ pub struct EngineConfig {
     pub fetched_result_ttl: Duration,
     /// A job interrupted (crash, kill) this many times fails instead of running again.
     pub max_attempts: u32,
+    /// Start paused (recovered jobs wait for [`Engine::resume`]): for inspecting the spool
+    /// after a crash before anything runs.
+    pub start_paused: bool,
 }
 
 impl EngineConfig {
@@ -66,6 +69,7 @@ impl EngineConfig {
             result_ttl: Duration::from_secs(3600),
             fetched_result_ttl: Duration::from_secs(300),
             max_attempts: 3,
+            start_paused: false,
         }
     }
 }
@@ -309,6 +313,7 @@ impl Engine {
             spool,
             sched: Mutex::new(Sched {
                 worker_jobs: vec![None; workers],
+                paused: config.start_paused,
                 ..Sched::default()
             }),
             wake: Condvar::new(),

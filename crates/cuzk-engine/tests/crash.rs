@@ -1,0 +1,94 @@
+//! A real crash: a child process (this test binary, re-run as `crash_child`) runs an engine
+//! and is killed with SIGKILL in the middle of a job; a new engine on the same state
+//! directory must then run the job again, or fail it explicitly once it has been
+//! interrupted `max_attempts` times. Never silently gone.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use common::*;
+use cuzk_engine::*;
+
+const CHILD_ENV: &str = "CUZK_ENGINE_CRASH_CHILD";
+
+/// Not a test on its own: does nothing unless run by `kill_mid_job` with the env set.
+#[test]
+fn crash_child() {
+    let Some(dir) = std::env::var_os(CHILD_ENV) else { return };
+    let dir = Path::new(&dir);
+    let mut c = config(dir);
+    c.host_memory_budget_bytes = 100; // the second job stays queued: it never started
+    let (e, _) = start(c);
+    e.submit(porep("porep-1000-1", &Script { prove_ms: 60_000, footprint: 100, ..Script::default() })).unwrap();
+    e.submit(porep("queued-behind", &Script { prove_ms: 10, footprint: 100, ..Script::default() })).unwrap();
+    wait_state(&e, "porep-1000-1", JobState::Proving);
+    std::fs::write(dir.join("child-proving"), b"").unwrap();
+    std::thread::sleep(Duration::from_secs(120));
+}
+
+/// Runs the child until its job is proving, then SIGKILLs it.
+fn kill_mid_job(dir: &Path) {
+    let _ = std::fs::remove_file(dir.join("child-proving"));
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "crash_child", "--nocapture", "--test-threads=1"])
+        .env(CHILD_ENV, dir)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let end = Instant::now() + Duration::from_secs(30);
+    while !dir.join("child-proving").exists() {
+        if let Ok(Some(status)) = child.try_wait() {
+            panic!("child exited early: {status}");
+        }
+        assert!(Instant::now() < end, "child never started proving");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    child.kill().unwrap(); // SIGKILL: no drain, no destructor
+    child.wait().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_job_killed_mid_proof_runs_again_after_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    kill_mid_job(dir.path());
+
+    let mut c = config(dir.path());
+    c.start_paused = true;
+    let (e, log) = start(c);
+    let info = e.job("porep-1000-1").unwrap();
+    assert_eq!(info.state, JobState::Queued, "the interrupted job is back in the queue");
+    assert_eq!(info.attempts, 1);
+    assert_eq!(e.job("queued-behind").unwrap().attempts, 0);
+    e.resume();
+    // Its script still says 60 s; the point is that it runs: cancel once it proves.
+    wait_state(&e, "porep-1000-1", JobState::Proving);
+    assert_eq!(log.proved.lock().unwrap().first().map(String::as_str), Some("porep-1000-1"));
+    e.cancel("porep-1000-1").unwrap();
+    let r = done(&e, "porep-1000-1").await;
+    assert_eq!((r.status, r.attempts), (JobStatus::Cancelled, 2));
+    // The job queued behind it survived too, and completes.
+    assert_eq!(done(&e, "queued-behind").await.status, JobStatus::Completed);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_job_interrupted_too_often_fails_with_a_message() {
+    let dir = tempfile::tempdir().unwrap();
+    kill_mid_job(dir.path());
+
+    let mut c = config(dir.path());
+    c.max_attempts = 1;
+    let (e, log) = start(c);
+    let r = done(&e, "porep-1000-1").await;
+    assert_eq!(r.status, JobStatus::Failed);
+    let msg = r.error.as_deref().unwrap();
+    assert!(msg.contains("interrupted 1 times") && msg.contains("max_attempts = 1"), "{msg}");
+    assert_eq!(done(&e, "queued-behind").await.status, JobStatus::Completed);
+    assert!(!log.proved.lock().unwrap().iter().any(|id| id == "porep-1000-1"));
+    // A retry with the same id gets the stored failure, not a new run.
+    let again = e.submit(porep("porep-1000-1", &Script::default())).unwrap();
+    assert!(again.existing);
+    assert_eq!(again.state, JobState::Failed);
+}
