@@ -159,7 +159,11 @@ async fn results_expire_after_their_ttl_and_sooner_once_fetched() {
     e.submit(porep("unfetched", &quick())).unwrap();
     wait_state(&e, "unfetched", JobState::Completed);
     let results = dir.path().join("spool/results");
-    assert_eq!(std::fs::read_dir(&results).unwrap().count(), 1);
+    let end = Instant::now() + Duration::from_secs(2);
+    while std::fs::read_dir(&results).unwrap().count() != 1 {
+        assert!(Instant::now() < end, "the result was never written to the spool");
+        std::thread::sleep(Duration::from_millis(5));
+    }
     std::thread::sleep(Duration::from_millis(800));
     assert!(matches!(e.job("unfetched"), Err(EngineError::NotFound(_))));
     assert_eq!(std::fs::read_dir(&results).unwrap().count(), 0, "result file removed");
@@ -233,10 +237,13 @@ async fn drain_leaves_work_in_the_spool_for_the_next_start() {
     assert!(matches!(e.submit(porep("late", &quick())), Err(EngineError::Draining)));
     drop(e);
 
-    let (e, log) = start(config(dir.path()));
+    let mut c = config(dir.path());
+    c.start_paused = true;
+    let (e, log) = start(c);
     for id in ["long", "q1", "q2"] {
         assert_eq!(e.job(id).unwrap().state, JobState::Queued);
     }
+    e.resume();
     let r = done(&e, "long").await;
     assert_eq!(r.status, JobStatus::Completed, "{r:?}");
     assert_eq!(r.attempts, 1, "a drained run does not count as an attempt");
