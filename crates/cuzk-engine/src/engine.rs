@@ -822,7 +822,7 @@ impl Engine {
 
     fn prove_on(&self, device: usize, id: &str, work: Synthesized, plan: &JobPlan, cancel: &CancelToken) {
         let inner = &*self.inner;
-        let start = Instant::now();
+        let mut srs_load = Duration::ZERO;
         let srs = match &plan.srs {
             None => None,
             Some(r) => {
@@ -833,7 +833,10 @@ impl Engine {
                     })
                 });
                 match loaded {
-                    Ok((srs, _)) => Some(srs),
+                    Ok((srs, load_time)) => {
+                        srs_load = load_time.unwrap_or_default();
+                        Some(srs)
+                    }
                     Err(e) => {
                         let msg = format!("parameters of circuit {}: {e}", r.circuit_id);
                         return self.finish(id, JobStatus::Failed, Vec::new(), Some(msg));
@@ -841,7 +844,6 @@ impl Engine {
                 }
             }
         };
-        let srs_load = start.elapsed();
         let dev = &inner.devices[device];
         let backend = DeviceBackend::new(&*dev.backend, &inner.device_locks[device], cancel);
         let start = Instant::now();
