@@ -11,12 +11,22 @@ extern "C" __global__ void cuzk_fr_power_table(fr_t* out, power_table t, uint32_
 
 extern "C" __global__ void cuzk_fr_ntt_radix2(const fr_t* in, fr_t* out, const fr_t* twiddles, uint32_t log_n,
                                               uint32_t s, power_table pre, power_table post) {
-    fr_ntt_radix2_pass(in, out, twiddles, log_n, s, pre, post);
+    fr_ntt_pass<1>(in, out, twiddles, log_n, s, pre, post);
 }
 
 extern "C" __global__ void cuzk_fr_ntt_radix4(const fr_t* in, fr_t* out, const fr_t* twiddles, uint32_t log_n,
                                               uint32_t s, power_table pre, power_table post) {
-    fr_ntt_radix4_pass(in, out, twiddles, log_n, s, pre, post);
+    fr_ntt_pass<2>(in, out, twiddles, log_n, s, pre, post);
+}
+
+extern "C" __global__ void cuzk_fr_ntt_radix8(const fr_t* in, fr_t* out, const fr_t* twiddles, uint32_t log_n,
+                                              uint32_t s, power_table pre, power_table post) {
+    fr_ntt_pass<3>(in, out, twiddles, log_n, s, pre, post);
+}
+
+extern "C" __global__ void cuzk_fr_ntt_radix16(const fr_t* in, fr_t* out, const fr_t* twiddles, uint32_t log_n,
+                                              uint32_t s, power_table pre, power_table post) {
+    fr_ntt_pass<4>(in, out, twiddles, log_n, s, pre, post);
 }
 
 extern "C" __global__ void cuzk_fr_coset_quotient(fr_t* a, const fr_t* b, const fr_t* c, const fr_t* z_inv,

@@ -135,20 +135,30 @@ __device__ __forceinline__ void bucket_runs(const uint32_t* keys, size_t len, ui
     const size_t hi = min(lo + cap, len);
     const uint32_t prev = lo > 0 ? keys[lo - 1] : NO_KEY;
     uint32_t carry_key = NO_KEY;
-    size_t i = lo;
-    while (i < hi) {
-        const uint32_t k = keys[i];
-        if (k == NO_KEY) { i++; continue; }
-        const size_t start = i;
-        g1_xyzz_t acc = g1_xyzz_t::inf();
-        do { add(acc, i); i++; } while (i < hi && keys[i] == k);
-        if (start == lo && prev == k) {
+    uint32_t cur = NO_KEY;
+    size_t start = lo;
+    g1_xyzz_t acc = g1_xyzz_t::inf();
+    auto emit = [&]() {
+        if (start == lo && prev == cur) {
             carry_vals[t] = acc;
-            carry_key = k;
+            carry_key = cur;
         } else {
-            store(k, acc);
+            store(cur, acc);
         }
+    };
+    // One flat loop, so that the threads of a warp stay converged on the additions while
+    // their runs end at different places.
+    for (size_t i = lo; i < hi; i++) {
+        const uint32_t k = keys[i];
+        if (k != cur) {
+            if (cur != NO_KEY) emit();
+            cur = k;
+            start = i;
+            acc = g1_xyzz_t::inf();
+        }
+        if (k != NO_KEY) add(acc, i);
     }
+    if (cur != NO_KEY) emit();
     carry_keys[t] = carry_key;
 }
 

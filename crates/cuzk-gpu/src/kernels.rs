@@ -58,6 +58,8 @@ kernels! {
     fr_power_table = "cuzk_fr_power_table",
     fr_ntt_radix2 = "cuzk_fr_ntt_radix2",
     fr_ntt_radix4 = "cuzk_fr_ntt_radix4",
+    fr_ntt_radix8 = "cuzk_fr_ntt_radix8",
+    fr_ntt_radix16 = "cuzk_fr_ntt_radix16",
     fr_coset_quotient = "cuzk_fr_coset_quotient",
     msm_classify = "cuzk_msm_classify",
     msm_bucket_offsets = "cuzk_msm_bucket_offsets",

@@ -12,6 +12,16 @@ use crate::device::{arg, Gpu, OpTimings};
 use crate::error::GpuError;
 
 const BLOCK: u32 = 256;
+/// Most stages one pass over memory does (radix 2^k in registers). The passes are bound by
+/// Fr multiplications more than by memory, and higher radices cost occupancy (radix 8: 125
+/// registers, 16: 247); BENCH.md has the measurements. CUZK_NTT_MAX_LOG_RADIX (1 to 4)
+/// overrides the default for measurements.
+fn max_log_radix() -> u32 {
+    static K: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    *K.get_or_init(|| {
+        std::env::var("CUZK_NTT_MAX_LOG_RADIX").ok().and_then(|v| v.parse().ok()).unwrap_or(2u32).clamp(1, 4)
+    })
+}
 const FR_BYTES: usize = 32;
 const _: () = assert!(std::mem::size_of::<Scalar>() == FR_BYTES);
 
@@ -120,23 +130,30 @@ pub(crate) fn ntt(gpu: &Gpu, values: &mut [Scalar], log_n: u32, dir: NttDirectio
     let post = post.map(|p| upload_powers(gpu, &p)).transpose()?;
     let none = PowerTableArg::default();
 
-    // Radix-4 passes while two stages remain, then radix-2; results alternate buffers.
-    let mut passes = Vec::new();
+    // Passes of up to max_log_radix() stages each, the stages spread evenly over the passes;
+    // results alternate between the two buffers.
+    let pass_count = log_n.div_ceil(max_log_radix());
+    let mut passes = Vec::with_capacity(pass_count as usize);
     let mut s = 0;
-    while s < log_n {
-        let radix4 = log_n - s >= 2;
-        passes.push((s, radix4));
-        s += if radix4 { 2 } else { 1 };
+    for p in 0..pass_count {
+        let stages = (log_n - s).div_ceil(pass_count - p);
+        passes.push((s, stages));
+        s += stages;
     }
     let tw = twiddles.ptr();
-    for (p, &(s, radix4)) in passes.iter().enumerate() {
+    for (p, &(s, stages)) in passes.iter().enumerate() {
         let (src, dst) = (bufs[p % 2].ptr(), bufs[(p + 1) % 2].ptr());
         let pre_arg = if p == 0 { pre.as_ref().map_or(none, |t| t.arg) } else { none };
         let post_arg = if p == passes.len() - 1 { post.as_ref().map_or(none, |t| t.arg) } else { none };
-        let (kernel, threads) = if radix4 { (gpu.kernels.fr_ntt_radix4, n / 4) } else { (gpu.kernels.fr_ntt_radix2, n / 2) };
+        let kernel = match stages {
+            1 => gpu.kernels.fr_ntt_radix2,
+            2 => gpu.kernels.fr_ntt_radix4,
+            3 => gpu.kernels.fr_ntt_radix8,
+            _ => gpu.kernels.fr_ntt_radix16,
+        };
         gpu.launch(
             kernel,
-            threads,
+            n >> stages,
             BLOCK,
             0,
             &mut [arg(&src), arg(&dst), arg(&tw), arg(&log_n), arg(&s), arg(&pre_arg), arg(&post_arg)],

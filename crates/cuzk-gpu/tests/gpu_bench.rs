@@ -49,9 +49,10 @@ fn gpu_bench() {
             ));
         }
     }
+    let ntt_only = std::env::var("CUZK_BENCH_NTT_ONLY").is_ok();
     let max = std::env::var("CUZK_BENCH_MAX_LOG_MSM").ok().and_then(|s| s.parse().ok()).unwrap_or(22u32);
-    let bases = random_bases(1 << max, 1);
-    for log_n in 20..=max {
+    let bases = random_bases(if ntt_only { 1 } else { 1 << max }, 1);
+    for log_n in (20..=max).filter(|_| !ntt_only) {
         let n = 1usize << log_n;
         let sppark = match log_n {
             20 => "23",
@@ -87,7 +88,7 @@ fn gpu_bench() {
         }
     }
     let big = std::env::var("CUZK_BENCH_BIG_LOG_MSM").ok().and_then(|s| s.parse().ok()).unwrap_or(24u32);
-    if big > max {
+    if big > max && !ntt_only {
         let bases = random_bases(1 << big, 4);
         for log_n in max + 1..=big {
             let n = 1usize << log_n;
