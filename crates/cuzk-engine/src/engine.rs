@@ -23,13 +23,15 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use cuzk_groth16::Srs;
+use cuzk_groth16::{Srs, SrsError};
 use tokio::sync::{broadcast, watch};
 
 use crate::error::{EngineError, RunError};
 use crate::job::*;
 use crate::residency::{Residency, ResidentStatus};
-use crate::runner::{CancelToken, Device, DeviceBackend, JobPlan, ProofRunner, ProveContext, Synthesized};
+use crate::runner::{
+    CancelToken, Device, DeviceBackend, JobPlan, ProofRunner, ProveContext, SrsRef, Synthesized,
+};
 use crate::spool::{Spool, SpooledJobRef};
 
 /// Engine settings. Names follow the daemon's TOML keys.
@@ -180,7 +182,10 @@ impl Job {
         (std::cmp::Reverse(self.priority), self.seq, id.to_string())
     }
     fn in_flight(&self) -> bool {
-        matches!(self.state, JobState::Synthesizing | JobState::Synthesized | JobState::Proving)
+        matches!(
+            self.state,
+            JobState::Synthesizing | JobState::Synthesized | JobState::Proving
+        )
     }
 }
 
@@ -238,6 +243,12 @@ fn lock(m: &Mutex<Sched>) -> MutexGuard<'_, Sched> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+fn wait<'a>(cv: &Condvar, s: MutexGuard<'a, Sched>, timeout: Duration) -> MutexGuard<'a, Sched> {
+    cv.wait_timeout(s, timeout)
+        .map(|r| r.0)
+        .unwrap_or_else(|p| p.into_inner().0)
+}
+
 fn new_job(kind: ProofKind, priority: Priority, seq: u64, request: Option<Arc<JobRequest>>) -> Job {
     Job {
         kind,
@@ -266,9 +277,15 @@ impl Engine {
     /// Opens the state directory (refusing one another engine holds), recovers the spool
     /// (queued and interrupted jobs run again, or fail once interrupted `max_attempts`
     /// times; stored results come back until their TTL), and starts the threads.
-    pub fn start(config: EngineConfig, runner: Arc<dyn ProofRunner>, devices: Vec<Device>) -> Result<Engine, EngineError> {
+    pub fn start(
+        config: EngineConfig,
+        runner: Arc<dyn ProofRunner>,
+        devices: Vec<Device>,
+    ) -> Result<Engine, EngineError> {
         if devices.is_empty() {
-            return Err(EngineError::Config("no devices; give at least Device::cpu()".into()));
+            return Err(EngineError::Config(
+                "no devices; give at least Device::cpu()".into(),
+            ));
         }
         if config.gpu_workers_per_device == 0 || config.synthesis_workers == 0 {
             return Err(EngineError::Config(
@@ -276,7 +293,9 @@ impl Engine {
             ));
         }
         if config.max_attempts == 0 {
-            return Err(EngineError::Config("max_attempts must be at least 1".into()));
+            return Err(EngineError::Config(
+                "max_attempts must be at least 1".into(),
+            ));
         }
         let dir = &config.state_dir;
         std::fs::create_dir_all(dir).map_err(|source| EngineError::Spool {
@@ -365,7 +384,12 @@ impl Engine {
         for (sj, attempts) in rec.jobs {
             s.next_seq = s.next_seq.max(sj.seq + 1);
             let id = sj.job_id.clone();
-            let mut job = new_job(sj.request.kind, sj.priority, sj.seq, Some(Arc::new(sj.request)));
+            let mut job = new_job(
+                sj.request.kind,
+                sj.priority,
+                sj.seq,
+                Some(Arc::new(sj.request)),
+            );
             job.attempts = attempts;
             job.spooled = true;
             if attempts >= self.inner.config.max_attempts {
@@ -419,7 +443,13 @@ impl Engine {
         s.live_threads = s.live_threads.saturating_sub(1);
         if s.live_threads == 0 {
             // The last thread out frees the state directory for the next engine.
-            if let Some(f) = self.inner.state_lock.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            if let Some(f) = self
+                .inner
+                .state_lock
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .take()
+            {
                 let _ = f.unlock();
             }
         }
@@ -472,7 +502,10 @@ impl Engine {
             }
             let seq = s.next_seq;
             s.next_seq += 1;
-            s.jobs.insert(id.clone(), new_job(kind, priority, seq, Some(request.clone())));
+            s.jobs.insert(
+                id.clone(),
+                new_job(kind, priority, seq, Some(request.clone())),
+            );
             seq
         };
         let written = self.inner.spool.put_job(&SpooledJobRef {
@@ -516,16 +549,27 @@ impl Engine {
 
     /// Waits for a job's result; `None` waits forever. On timeout the job goes on and the
     /// answer is [`AwaitOutcome::Timeout`]. A fetched result is kept `fetched_result_ttl`.
-    pub async fn await_job(&self, id: &str, timeout: Option<Duration>) -> Result<AwaitOutcome, EngineError> {
+    pub async fn await_job(
+        &self,
+        id: &str,
+        timeout: Option<Duration>,
+    ) -> Result<AwaitOutcome, EngineError> {
         let mut rx = {
             let s = lock(&self.inner.sched);
-            s.jobs.get(id).ok_or_else(|| EngineError::NotFound(id.to_string()))?.watch.subscribe()
+            s.jobs
+                .get(id)
+                .ok_or_else(|| EngineError::NotFound(id.to_string()))?
+                .watch
+                .subscribe()
         };
         let waited = {
             let wait = rx.wait_for(|r| r.is_some());
             match timeout {
                 None => Some(wait.await.map(|r| r.clone())),
-                Some(t) => tokio::time::timeout(t, wait).await.ok().map(|r| r.map(|r| r.clone())),
+                Some(t) => tokio::time::timeout(t, wait)
+                    .await
+                    .ok()
+                    .map(|r| r.map(|r| r.clone())),
             }
         };
         match waited {
@@ -543,7 +587,11 @@ impl Engine {
     }
 
     /// Submit and await in one call (the wire's `Prove`).
-    pub async fn prove(&self, request: JobRequest, timeout: Option<Duration>) -> Result<(Submitted, AwaitOutcome), EngineError> {
+    pub async fn prove(
+        &self,
+        request: JobRequest,
+        timeout: Option<Duration>,
+    ) -> Result<(Submitted, AwaitOutcome), EngineError> {
         let this = self.clone();
         let submitted = match tokio::task::spawn_blocking(move || this.submit(request)).await {
             Ok(r) => r?,
@@ -564,7 +612,10 @@ impl Engine {
     /// Cancels a queued job at once, or a running one at its next stage boundary.
     pub fn cancel(&self, id: &str) -> Result<CancelOutcome, EngineError> {
         let mut s = lock(&self.inner.sched);
-        let j = s.jobs.get_mut(id).ok_or_else(|| EngineError::NotFound(id.to_string()))?;
+        let j = s
+            .jobs
+            .get_mut(id)
+            .ok_or_else(|| EngineError::NotFound(id.to_string()))?;
         if let Some(r) = &j.result {
             return Ok(CancelOutcome::AlreadyFinished(r.status));
         }
@@ -638,7 +689,8 @@ impl Engine {
                 finished_unix_ms: now_unix_ms(),
                 attempts: j.attempts,
             };
-            j.expires_unix_ms = result.finished_unix_ms + self.inner.config.result_ttl.as_millis() as u64;
+            j.expires_unix_ms =
+                result.finished_unix_ms + self.inner.config.result_ttl.as_millis() as u64;
             s.queued.remove(&key);
             s.synthesized.remove(&key);
             s.mem_in_use = s.mem_in_use.saturating_sub(reserved);
@@ -682,17 +734,22 @@ impl Engine {
                     if s.stopping {
                         return;
                     }
-                    if let Some(n) = (!s.paused && !s.draining).then(|| pick_for_synthesis(&mut s, &inner.config)).flatten() {
+                    if let Some(n) = (!s.paused && !s.draining)
+                        .then(|| pick_for_synthesis(&mut s, &inner.config))
+                        .flatten()
+                    {
                         break n;
                     }
-                    s = inner.wake.wait_timeout(s, Duration::from_millis(500)).map(|r| r.0).unwrap_or_else(|p| p.into_inner().0);
+                    s = wait(&inner.wake, s, Duration::from_millis(500));
                 }
             };
             match next {
                 Next::Plan(id, request) => {
                     let plan = inner.runner.plan(&request);
                     let mut s = lock(&inner.sched);
-                    let Some(j) = s.jobs.get_mut(&id) else { continue };
+                    let Some(j) = s.jobs.get_mut(&id) else {
+                        continue;
+                    };
                     j.planning = false;
                     match plan {
                         Ok(p) => {
@@ -719,14 +776,16 @@ impl Engine {
                         j.planning = true;
                         Some(Next::Plan(id, j.request.clone()?))
                     }
-                    Some(p) if p.footprint_bytes > config.host_memory_budget_bytes => Some(Next::Fail(
-                        id,
-                        format!(
-                            "the job needs {} bytes of host memory for synthesis and proving, \
+                    Some(p) if p.footprint_bytes > config.host_memory_budget_bytes => {
+                        Some(Next::Fail(
+                            id,
+                            format!(
+                                "the job needs {} bytes of host memory for synthesis and proving, \
                              more than host_memory_budget_bytes = {}; raise the budget",
-                            p.footprint_bytes, config.host_memory_budget_bytes
-                        ),
-                    )),
+                                p.footprint_bytes, config.host_memory_budget_bytes
+                            ),
+                        ))
+                    }
                     Some(p) if in_use + p.footprint_bytes > config.host_memory_budget_bytes => None,
                     Some(p) => {
                         let fp = p.footprint_bytes;
@@ -750,7 +809,9 @@ impl Engine {
         let (request, plan, cancel, attempts, kind) = {
             let s = lock(&inner.sched);
             let Some(j) = s.jobs.get(id) else { return };
-            let (Some(r), Some(p)) = (j.request.clone(), j.plan.clone()) else { return };
+            let (Some(r), Some(p)) = (j.request.clone(), j.plan.clone()) else {
+                return;
+            };
             (r, p, j.cancel.clone(), j.attempts, j.kind)
         };
         // Durable before it runs: a crash from here on counts as an interrupted attempt.
@@ -759,7 +820,9 @@ impl Engine {
         }
         self.emit(id, kind, JobState::Synthesizing);
         let start = Instant::now();
-        let out = cancel.check().and_then(|_| inner.runner.synthesize(&request, &plan, &cancel));
+        let out = cancel
+            .check()
+            .and_then(|_| inner.runner.synthesize(&request, &plan, &cancel));
         let elapsed = start.elapsed();
         match out {
             Ok(work) if !cancel.is_cancelled() => {
@@ -775,12 +838,20 @@ impl Engine {
                 inner.wake.notify_all();
                 drop(s);
             }
-            Ok(_) | Err(RunError::Cancelled) => {
-                self.finish(id, JobStatus::Cancelled, Vec::new(), Some("cancelled during synthesis".into()))
-            }
+            Ok(_) | Err(RunError::Cancelled) => self.finish(
+                id,
+                JobStatus::Cancelled,
+                Vec::new(),
+                Some("cancelled during synthesis".into()),
+            ),
             Err(e) if cancel.is_cancelled() => {
                 log::debug!("job {id}: synthesis stopped by cancel: {e}");
-                self.finish(id, JobStatus::Cancelled, Vec::new(), Some("cancelled during synthesis".into()))
+                self.finish(
+                    id,
+                    JobStatus::Cancelled,
+                    Vec::new(),
+                    Some("cancelled during synthesis".into()),
+                )
             }
             Err(e) => self.finish(id, JobStatus::Failed, Vec::new(), Some(e.to_string())),
         }
@@ -801,10 +872,14 @@ impl Engine {
                             break id;
                         }
                     }
-                    s = inner.wake.wait_timeout(s, Duration::from_millis(500)).map(|r| r.0).unwrap_or_else(|p| p.into_inner().0);
+                    s = wait(&inner.wake, s, Duration::from_millis(500));
                 };
-                let Some(j) = s.jobs.get_mut(&id) else { continue };
-                let (Some(work), Some(plan)) = (j.work.take(), j.plan.clone()) else { continue };
+                let Some(j) = s.jobs.get_mut(&id) else {
+                    continue;
+                };
+                let (Some(work), Some(plan)) = (j.work.take(), j.plan.clone()) else {
+                    continue;
+                };
                 j.state = JobState::Proving;
                 j.device = Some(device);
                 if let Some(t) = j.synthesized_at {
@@ -820,29 +895,28 @@ impl Engine {
         }
     }
 
-    fn prove_on(&self, device: usize, id: &str, work: Synthesized, plan: &JobPlan, cancel: &CancelToken) {
+    fn prove_on(
+        &self,
+        device: usize,
+        id: &str,
+        work: Synthesized,
+        plan: &JobPlan,
+        cancel: &CancelToken,
+    ) {
         let inner = &*self.inner;
         let mut srs_load = Duration::ZERO;
         let srs = match &plan.srs {
             None => None,
-            Some(r) => {
-                let loaded = inner.srs.get_or_load(&r.circuit_id, r.bytes, || {
-                    Srs::load(&r.path).map(|srs| {
-                        let bytes = srs.shape_of().point_bytes() as u64;
-                        (srs, bytes)
-                    })
-                });
-                match loaded {
-                    Ok((srs, load_time)) => {
-                        srs_load = load_time.unwrap_or_default();
-                        Some(srs)
-                    }
-                    Err(e) => {
-                        let msg = format!("parameters of circuit {}: {e}", r.circuit_id);
-                        return self.finish(id, JobStatus::Failed, Vec::new(), Some(msg));
-                    }
+            Some(r) => match self.resident_srs(&r.circuit_id, r) {
+                Ok((srs, load_time)) => {
+                    srs_load = load_time.unwrap_or_default();
+                    Some(srs)
                 }
-            }
+                Err(e) => {
+                    let msg = format!("parameters of circuit {}: {e}", r.circuit_id);
+                    return self.finish(id, JobStatus::Failed, Vec::new(), Some(msg));
+                }
+            },
         };
         let dev = &inner.devices[device];
         let backend = DeviceBackend::new(&*dev.backend, &inner.device_locks[device], cancel);
@@ -874,9 +948,12 @@ impl Engine {
         }
         match out {
             Ok(o) => self.finish(id, JobStatus::Completed, o.proof, None),
-            Err(_) if cancel.is_cancelled() => {
-                self.finish(id, JobStatus::Cancelled, Vec::new(), Some("cancelled while proving".into()))
-            }
+            Err(_) if cancel.is_cancelled() => self.finish(
+                id,
+                JobStatus::Cancelled,
+                Vec::new(),
+                Some("cancelled while proving".into()),
+            ),
             Err(e) => self.finish(id, JobStatus::Failed, Vec::new(), Some(e.to_string())),
         }
     }
@@ -910,7 +987,7 @@ impl Engine {
                 }
                 s = lock(&inner.sched);
             }
-            s = inner.wake.wait_timeout(s, period).map(|r| r.0).unwrap_or_else(|p| p.into_inner().0);
+            s = wait(&inner.wake, s, period);
         }
     }
 
@@ -936,7 +1013,7 @@ impl Engine {
         let busy = |s: &Sched| s.jobs.values().filter(|j| j.in_flight()).count();
         while busy(&s) > 0 && Instant::now() < deadline {
             let left = deadline.saturating_duration_since(Instant::now());
-            s = inner.wake.wait_timeout(s, left).map(|r| r.0).unwrap_or_else(|p| p.into_inner().0);
+            s = wait(&inner.wake, s, left);
         }
         let finished_in_time = busy(&s) == 0;
         s.stopping = true;
@@ -951,7 +1028,7 @@ impl Engine {
         let deadline = deadline.max(Instant::now() + Duration::from_millis(200));
         while s.live_threads > 0 && Instant::now() < deadline {
             let left = deadline.saturating_duration_since(Instant::now());
-            s = inner.wake.wait_timeout(s, left).map(|r| r.0).unwrap_or_else(|p| p.into_inner().0);
+            s = wait(&inner.wake, s, left);
         }
         DrainReport {
             finished_in_time,
@@ -962,19 +1039,16 @@ impl Engine {
 
     /// Makes a circuit's parameters resident: (already_loaded, load_time). Blocking.
     pub fn preload_srs(&self, circuit_id: &str) -> Result<(bool, Duration), EngineError> {
-        let r = self.inner.runner.srs_for_circuit(circuit_id).map_err(|e| EngineError::Srs {
-            circuit_id: circuit_id.to_string(),
-            reason: e.to_string(),
-        })?;
-        let (_, loaded) = self
+        let r = self
             .inner
-            .srs
-            .get_or_load(circuit_id, r.bytes, || {
-                Srs::load(&r.path).map(|srs| {
-                    let bytes = srs.shape_of().point_bytes() as u64;
-                    (srs, bytes)
-                })
-            })
+            .runner
+            .srs_for_circuit(circuit_id)
+            .map_err(|e| EngineError::Srs {
+                circuit_id: circuit_id.to_string(),
+                reason: e.to_string(),
+            })?;
+        let (_, loaded) = self
+            .resident_srs(circuit_id, &r)
             .map_err(|e| EngineError::Srs {
                 circuit_id: circuit_id.to_string(),
                 reason: e.to_string(),
@@ -982,6 +1056,21 @@ impl Engine {
         Ok(match loaded {
             Some(t) => (false, t),
             None => (true, Duration::ZERO),
+        })
+    }
+
+    /// The parameters of `circuit_id`, loaded from `r.path` unless resident; the load time
+    /// when this call loaded them.
+    fn resident_srs(
+        &self,
+        circuit_id: &str,
+        r: &SrsRef,
+    ) -> Result<(Arc<Srs>, Option<Duration>), SrsError> {
+        self.inner.srs.get_or_load(circuit_id, r.bytes, || {
+            Srs::load(&r.path).map(|srs| {
+                let bytes = srs.shape_of().point_bytes() as u64;
+                (srs, bytes)
+            })
         })
     }
 
@@ -999,7 +1088,10 @@ impl Engine {
     /// One job, while it is known (running, queued, or result not yet expired).
     pub fn job(&self, id: &str) -> Result<JobInfo, EngineError> {
         let s = lock(&self.inner.sched);
-        let j = s.jobs.get(id).ok_or_else(|| EngineError::NotFound(id.to_string()))?;
+        let j = s
+            .jobs
+            .get(id)
+            .ok_or_else(|| EngineError::NotFound(id.to_string()))?;
         Ok(self.info(id, j))
     }
 
@@ -1010,7 +1102,10 @@ impl Engine {
             priority: j.priority,
             state: j.state,
             attempts: j.attempts,
-            device: j.device.and_then(|d| self.inner.devices.get(d)).map(|d| d.name.clone()),
+            device: j
+                .device
+                .and_then(|d| self.inner.devices.get(d))
+                .map(|d| d.name.clone()),
             error: j.result.as_ref().and_then(|r| r.error.clone()),
         }
     }
@@ -1024,7 +1119,9 @@ impl Engine {
             .map(|(id, j)| (j.state.is_terminal() as u8, j.seq, id, j))
             .collect();
         v.sort_by(|a, b| (a.0, a.1, a.2).cmp(&(b.0, b.1, b.2)));
-        v.into_iter().map(|(_, _, id, j)| self.info(id, j)).collect()
+        v.into_iter()
+            .map(|(_, _, id, j)| self.info(id, j))
+            .collect()
     }
 
     pub fn status(&self) -> EngineStatus {
@@ -1034,8 +1131,16 @@ impl Engine {
             .iter()
             .map(|&kind| QueueStatus {
                 kind,
-                pending: s.jobs.values().filter(|j| j.kind == kind && j.state == JobState::Queued).count() as u32,
-                in_progress: s.jobs.values().filter(|j| j.kind == kind && j.in_flight()).count() as u32,
+                pending: s
+                    .jobs
+                    .values()
+                    .filter(|j| j.kind == kind && j.state == JobState::Queued)
+                    .count() as u32,
+                in_progress: s
+                    .jobs
+                    .values()
+                    .filter(|j| j.kind == kind && j.in_flight())
+                    .count() as u32,
             })
             .collect();
         let state = if s.stopping {

@@ -13,7 +13,9 @@ pub enum EngineError {
     NotFound(String),
     #[error("the engine is draining and accepts no new jobs; resubmit to the next instance")]
     Draining,
-    #[error("spool {path}: {action}: {source} (check the state directory's permissions and free space)")]
+    #[error(
+        "spool {path}: {action}: {source} (check the state directory's permissions and free space)"
+    )]
     Spool {
         path: PathBuf,
         action: &'static str,

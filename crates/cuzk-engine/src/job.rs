@@ -175,7 +175,8 @@ impl JobRequest {
     }
 
     pub fn effective_priority(&self) -> Priority {
-        self.priority.unwrap_or_else(|| self.kind.default_priority())
+        self.priority
+            .unwrap_or_else(|| self.kind.default_priority())
     }
 
     /// Bytes of payload the request carries (what the spool stores).
@@ -203,7 +204,10 @@ pub enum JobState {
 
 impl JobState {
     pub fn is_terminal(self) -> bool {
-        matches!(self, JobState::Completed | JobState::Failed | JobState::Cancelled)
+        matches!(
+            self,
+            JobState::Completed | JobState::Failed | JobState::Cancelled
+        )
     }
 
     /// Lower-case name for logs, D-Bus and metrics.
@@ -313,7 +317,9 @@ pub struct Submitted {
 pub enum AwaitOutcome {
     Done(std::sync::Arc<JobResult>),
     /// The timeout passed; the job goes on.
-    Timeout { state: JobState },
+    Timeout {
+        state: JobState,
+    },
 }
 
 /// What [`crate::Engine::cancel`] did.
@@ -376,7 +382,9 @@ mod b64 {
     }
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u8>, D::Error> {
         let s = String::deserialize(d)?;
-        base64::engine::general_purpose::STANDARD.decode(s).map_err(D::Error::custom)
+        base64::engine::general_purpose::STANDARD
+            .decode(s)
+            .map_err(D::Error::custom)
     }
 }
 
@@ -385,12 +393,19 @@ mod b64_vec {
     use serde::{de::Error, Deserialize, Deserializer, Serializer};
 
     pub fn serialize<S: Serializer>(v: &[Vec<u8>], s: S) -> Result<S::Ok, S::Error> {
-        s.collect_seq(v.iter().map(|b| base64::engine::general_purpose::STANDARD.encode(b)))
+        s.collect_seq(
+            v.iter()
+                .map(|b| base64::engine::general_purpose::STANDARD.encode(b)),
+        )
     }
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Vec<u8>>, D::Error> {
         let v = Vec::<String>::deserialize(d)?;
         v.into_iter()
-            .map(|s| base64::engine::general_purpose::STANDARD.decode(s).map_err(D::Error::custom))
+            .map(|s| {
+                base64::engine::general_purpose::STANDARD
+                    .decode(s)
+                    .map_err(D::Error::custom)
+            })
             .collect()
     }
 }
@@ -406,18 +421,36 @@ mod tests {
         }
         let e = ProofKind::from_wire(9).unwrap_err().to_string();
         assert!(e.contains("proof_kind 9 is unknown"), "{e}");
-        assert!(ProofKind::from_wire(0).unwrap_err().to_string().contains("UNSPECIFIED"));
+        assert!(ProofKind::from_wire(0)
+            .unwrap_err()
+            .to_string()
+            .contains("UNSPECIFIED"));
         assert_eq!(Priority::from_wire(0).unwrap(), None);
         assert_eq!(Priority::from_wire(4).unwrap(), Some(Priority::Critical));
-        assert!(Priority::from_wire(5).unwrap_err().to_string().contains("priority 5"));
+        assert!(Priority::from_wire(5)
+            .unwrap_err()
+            .to_string()
+            .contains("priority 5"));
     }
 
     #[test]
     fn default_priorities_follow_deadlines() {
-        assert_eq!(ProofKind::WinningPost.default_priority(), Priority::Critical);
-        assert_eq!(ProofKind::WindowPostPartition.default_priority(), Priority::High);
-        assert_eq!(ProofKind::PoRepSealCommit.default_priority(), Priority::Normal);
-        assert_eq!(ProofKind::SnapDealsUpdate.default_priority(), Priority::Normal);
+        assert_eq!(
+            ProofKind::WinningPost.default_priority(),
+            Priority::Critical
+        );
+        assert_eq!(
+            ProofKind::WindowPostPartition.default_priority(),
+            Priority::High
+        );
+        assert_eq!(
+            ProofKind::PoRepSealCommit.default_priority(),
+            Priority::Normal
+        );
+        assert_eq!(
+            ProofKind::SnapDealsUpdate.default_priority(),
+            Priority::Normal
+        );
         assert!(Priority::Critical > Priority::High && Priority::High > Priority::Normal);
         assert!(Priority::Normal > Priority::Low);
     }

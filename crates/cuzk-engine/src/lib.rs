@@ -70,16 +70,16 @@ pub mod runner;
 pub mod spool;
 
 pub use engine::{
-    default_memory_budget, DrainReport, Engine, EngineConfig, EngineState, EngineStatus, MemoryStatus,
-    QueueStatus, WorkerStatus,
+    default_memory_budget, DrainReport, Engine, EngineConfig, EngineState, EngineStatus,
+    MemoryStatus, QueueStatus, WorkerStatus,
 };
 pub use error::{EngineError, RunError};
 pub use job::{
-    AwaitOutcome, CancelOutcome, JobEvent, JobInfo, JobRequest, JobResult, JobState, JobStatus, Priority,
-    ProofKind, StageTimings, Submitted,
+    AwaitOutcome, CancelOutcome, JobEvent, JobInfo, JobRequest, JobResult, JobState, JobStatus,
+    Priority, ProofKind, StageTimings, Submitted,
 };
 pub use residency::ResidentStatus;
 pub use runner::{
-    partition_footprint, CancelToken, Device, DeviceBackend, JobPlan, PoRepRunner, ProofOutput, ProofRunner,
-    ProveContext, SrsRef, Synthesized,
+    partition_footprint, CancelToken, Device, DeviceBackend, JobPlan, PoRepRunner, ProofOutput,
+    ProofRunner, ProveContext, SrsRef, Synthesized,
 };

@@ -19,32 +19,116 @@ pub fn render(st: &EngineStatus) -> String {
     let per_queue = |f: &dyn Fn(&crate::engine::QueueStatus) -> u32| -> Vec<(String, f64)> {
         st.queues
             .iter()
-            .map(|q| (format!("{{proof_kind=\"{}\"}}", q.kind.queue_name()), f64::from(f(q))))
+            .map(|q| {
+                (
+                    format!("{{proof_kind=\"{}\"}}", q.kind.queue_name()),
+                    f64::from(f(q)),
+                )
+            })
             .collect()
     };
-    metric("cuzk_queue_depth", "gauge", "Jobs waiting to start, by proof kind.", &per_queue(&|q| q.pending));
-    metric("cuzk_jobs_in_progress", "gauge", "Jobs synthesizing or proving, by proof kind.", &per_queue(&|q| q.in_progress));
-    metric("cuzk_jobs_running", "gauge", "Jobs synthesizing or proving.", &one(f64::from(st.running)));
-    metric("cuzk_proofs_completed_total", "counter", "Jobs that ended with a verified proof.", &one(st.completed as f64));
-    metric("cuzk_proofs_failed_total", "counter", "Jobs that ended failed.", &one(st.failed as f64));
-    metric("cuzk_proofs_cancelled_total", "counter", "Jobs that were cancelled.", &one(st.cancelled as f64));
-    metric("cuzk_uptime_seconds", "gauge", "Seconds since the engine started.", &one(st.uptime.as_secs_f64()));
-    metric("cuzk_paused", "gauge", "1 while no new job starts (paused or draining).", &one(if st.state == EngineState::Running { 0.0 } else { 1.0 }));
-    metric("cuzk_host_memory_budget_bytes", "gauge", "Host memory budget for synthesized and proving jobs.", &one(st.memory.budget_bytes as f64));
-    metric("cuzk_host_memory_in_use_bytes", "gauge", "Host memory reserved by jobs now.", &one(st.memory.in_use_bytes as f64));
-    metric("cuzk_host_memory_high_water_bytes", "gauge", "Most host memory reserved at once.", &one(st.memory.high_water_bytes as f64));
+    metric(
+        "cuzk_queue_depth",
+        "gauge",
+        "Jobs waiting to start, by proof kind.",
+        &per_queue(&|q| q.pending),
+    );
+    metric(
+        "cuzk_jobs_in_progress",
+        "gauge",
+        "Jobs synthesizing or proving, by proof kind.",
+        &per_queue(&|q| q.in_progress),
+    );
+    metric(
+        "cuzk_jobs_running",
+        "gauge",
+        "Jobs synthesizing or proving.",
+        &one(f64::from(st.running)),
+    );
+    metric(
+        "cuzk_proofs_completed_total",
+        "counter",
+        "Jobs that ended with a verified proof.",
+        &one(st.completed as f64),
+    );
+    metric(
+        "cuzk_proofs_failed_total",
+        "counter",
+        "Jobs that ended failed.",
+        &one(st.failed as f64),
+    );
+    metric(
+        "cuzk_proofs_cancelled_total",
+        "counter",
+        "Jobs that were cancelled.",
+        &one(st.cancelled as f64),
+    );
+    metric(
+        "cuzk_uptime_seconds",
+        "gauge",
+        "Seconds since the engine started.",
+        &one(st.uptime.as_secs_f64()),
+    );
+    metric(
+        "cuzk_paused",
+        "gauge",
+        "1 while no new job starts (paused or draining).",
+        &one(if st.state == EngineState::Running {
+            0.0
+        } else {
+            1.0
+        }),
+    );
+    metric(
+        "cuzk_host_memory_budget_bytes",
+        "gauge",
+        "Host memory budget for synthesized and proving jobs.",
+        &one(st.memory.budget_bytes as f64),
+    );
+    metric(
+        "cuzk_host_memory_in_use_bytes",
+        "gauge",
+        "Host memory reserved by jobs now.",
+        &one(st.memory.in_use_bytes as f64),
+    );
+    metric(
+        "cuzk_host_memory_high_water_bytes",
+        "gauge",
+        "Most host memory reserved at once.",
+        &one(st.memory.high_water_bytes as f64),
+    );
     let srs: Vec<_> = st
         .srs
         .iter()
-        .map(|r| (format!("{{circuit_id=\"{}\"}}", r.circuit_id), r.size_bytes as f64))
+        .map(|r| {
+            (
+                format!("{{circuit_id=\"{}\"}}", r.circuit_id),
+                r.size_bytes as f64,
+            )
+        })
         .collect();
-    metric("cuzk_srs_resident_bytes", "gauge", "Resident parameters, by circuit.", &srs);
+    metric(
+        "cuzk_srs_resident_bytes",
+        "gauge",
+        "Resident parameters, by circuit.",
+        &srs,
+    );
     let busy: Vec<_> = st
         .workers
         .iter()
         .enumerate()
-        .map(|(i, w)| (format!("{{device=\"{}\",worker=\"{i}\"}}", w.device), if w.job_id.is_some() { 1.0 } else { 0.0 }))
+        .map(|(i, w)| {
+            (
+                format!("{{device=\"{}\",worker=\"{i}\"}}", w.device),
+                if w.job_id.is_some() { 1.0 } else { 0.0 },
+            )
+        })
         .collect();
-    metric("cuzk_worker_busy", "gauge", "1 while the worker proves a job.", &busy);
+    metric(
+        "cuzk_worker_busy",
+        "gauge",
+        "1 while the worker proves a job.",
+        &busy,
+    );
     out
 }

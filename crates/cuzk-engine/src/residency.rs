@@ -171,7 +171,9 @@ mod tests {
         let r = Residency::<u64>::new(250);
         let (a, t) = r.get_or_load("a", 100, load(100)).unwrap();
         assert!(t.is_some());
-        let (_, t) = r.get_or_load("a", 100, || Err::<(u64, u64), _>("must not load again")).unwrap();
+        let (_, t) = r
+            .get_or_load("a", 100, || Err::<(u64, u64), _>("must not load again"))
+            .unwrap();
         assert!(t.is_none());
         drop(a);
         let (b, _) = r.get_or_load("b", 100, load(100)).unwrap();
@@ -195,7 +197,9 @@ mod tests {
     #[test]
     fn a_failed_load_leaves_nothing_behind() {
         let r = Residency::<u64>::new(0);
-        let e = r.get_or_load("x", 1, || Err::<(u64, u64), _>("no file")).unwrap_err();
+        let e = r
+            .get_or_load("x", 1, || Err::<(u64, u64), _>("no file"))
+            .unwrap_err();
         assert_eq!(e, "no file");
         assert!(!r.is_loaded("x"));
     }

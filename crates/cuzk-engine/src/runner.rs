@@ -170,7 +170,10 @@ impl<'a> DeviceBackend<'a> {
         Duration::from_nanos(self.wait_ns.load(Ordering::Relaxed))
     }
 
-    fn run<R>(&self, f: impl FnOnce(&dyn Backend) -> Result<R, BackendError>) -> Result<R, BackendError> {
+    fn run<R>(
+        &self,
+        f: impl FnOnce(&dyn Backend) -> Result<R, BackendError>,
+    ) -> Result<R, BackendError> {
         let cancelled = || BackendError::Unavailable {
             backend: "engine",
             reason: "job cancelled".into(),
@@ -180,13 +183,15 @@ impl<'a> DeviceBackend<'a> {
         }
         let t = Instant::now();
         let _held = self.lock.lock().unwrap_or_else(|p| p.into_inner());
-        self.wait_ns.fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        self.wait_ns
+            .fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
         if self.cancel.is_cancelled() {
             return Err(cancelled());
         }
         let t = Instant::now();
         let r = f(self.inner);
-        self.busy_ns.fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        self.busy_ns
+            .fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
         r
     }
 }
@@ -198,13 +203,28 @@ impl Backend for DeviceBackend<'_> {
     fn ntt(&self, values: &mut [Scalar], direction: NttDirection) -> Result<(), BackendError> {
         self.run(|b| b.ntt(values, direction))
     }
-    fn coset_quotient(&self, a: &mut [Scalar], b: &[Scalar], c: &[Scalar]) -> Result<(), BackendError> {
+    fn coset_quotient(
+        &self,
+        a: &mut [Scalar],
+        b: &[Scalar],
+        c: &[Scalar],
+    ) -> Result<(), BackendError> {
         self.run(|be| be.coset_quotient(a, b, c))
     }
-    fn msm_g1(&self, bases: &[G1Affine], sel: Selection<'_>, s: &[Scalar]) -> Result<G1Projective, BackendError> {
+    fn msm_g1(
+        &self,
+        bases: &[G1Affine],
+        sel: Selection<'_>,
+        s: &[Scalar],
+    ) -> Result<G1Projective, BackendError> {
         self.run(|b| b.msm_g1(bases, sel, s))
     }
-    fn msm_g2(&self, bases: &[G2Affine], sel: Selection<'_>, s: &[Scalar]) -> Result<G2Projective, BackendError> {
+    fn msm_g2(
+        &self,
+        bases: &[G2Affine],
+        sel: Selection<'_>,
+        s: &[Scalar],
+    ) -> Result<G2Projective, BackendError> {
         self.run(|b| b.msm_g2(bases, sel, s))
     }
     fn sum_g1(&self, bases: &[G1Affine], sel: Selection<'_>) -> Result<G1Projective, BackendError> {
@@ -266,7 +286,8 @@ impl PoRepRunner {
     }
 
     fn srs_ref(&self, proof: filecoin_proofs_api::RegisteredSealProof) -> Result<SrsRef, RunError> {
-        let path = seal_params_path(&self.param_dir, proof).map_err(|e| RunError::Params(e.to_string()))?;
+        let path = seal_params_path(&self.param_dir, proof)
+            .map_err(|e| RunError::Params(e.to_string()))?;
         let shape = Srs::shape(&path).map_err(|e| {
             RunError::Params(format!(
                 "{e} (parameters for {proof:?} are expected in {}; fetch them or point the \
@@ -306,7 +327,12 @@ impl ProofRunner for PoRepRunner {
         })
     }
 
-    fn synthesize(&self, request: &JobRequest, _plan: &JobPlan, cancel: &CancelToken) -> Result<Synthesized, RunError> {
+    fn synthesize(
+        &self,
+        request: &JobRequest,
+        _plan: &JobPlan,
+        cancel: &CancelToken,
+    ) -> Result<Synthesized, RunError> {
         cancel.check()?;
         let c1 = Self::parse(request)?;
         if request.miner_id == 0 {
@@ -379,15 +405,31 @@ mod tests {
     #[test]
     fn circuit_ids_name_size_and_variant() {
         assert_eq!(PoRepRunner::circuit_id(P::StackedDrg2KiBV1_1), "porep-2k");
-        assert_eq!(PoRepRunner::circuit_id(P::StackedDrg32GiBV1_1_Feat_SyntheticPoRep), "porep-32g");
-        assert_eq!(PoRepRunner::circuit_id(P::StackedDrg64GiBV1_2_Feat_NonInteractivePoRep), "ni-porep-64g");
+        assert_eq!(
+            PoRepRunner::circuit_id(P::StackedDrg32GiBV1_1_Feat_SyntheticPoRep),
+            "porep-32g"
+        );
+        assert_eq!(
+            PoRepRunner::circuit_id(P::StackedDrg64GiBV1_2_Feat_NonInteractivePoRep),
+            "ni-porep-64g"
+        );
         assert_eq!(PoRepRunner::circuit_id(P::StackedDrg512MiBV1), "porep-512m");
     }
 
     #[test]
     fn footprint_grows_with_the_domain() {
-        let small = SrsShape { ic: 2, h: 1023, l: 1000, a: 10, b_g1: 10, b_g2: 10 };
-        let big = SrsShape { h: (1 << 20) - 1, ..small };
+        let small = SrsShape {
+            ic: 2,
+            h: 1023,
+            l: 1000,
+            a: 10,
+            b_g1: 10,
+            b_g2: 10,
+        };
+        let big = SrsShape {
+            h: (1 << 20) - 1,
+            ..small
+        };
         assert_eq!(partition_footprint(&small), (4 * 1024 + 1002) * 32);
         assert!(partition_footprint(&big) > 100 * partition_footprint(&small));
     }

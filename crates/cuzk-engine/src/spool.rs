@@ -111,7 +111,10 @@ impl Spool {
     /// Write-fsync-rename-fsync(dir).
     fn write_atomic(&self, dest: &Path, bytes: &[u8]) -> Result<(), EngineError> {
         let n = self.tmp_counter.fetch_add(1, Ordering::Relaxed);
-        let tmp = self.root.join("tmp").join(format!("{}.{n}", std::process::id()));
+        let tmp = self
+            .root
+            .join("tmp")
+            .join(format!("{}.{n}", std::process::id()));
         let mut f = File::create(&tmp).map_err(io(&tmp, "creating"))?;
         f.write_all(bytes).map_err(io(&tmp, "writing"))?;
         f.sync_all().map_err(io(&tmp, "fsync"))?;
@@ -175,34 +178,49 @@ impl Spool {
     }
 
     fn quarantine(&self, path: &Path, why: String, out: &mut Recovered) {
-        let name = path.file_name().map(|n| n.to_os_string()).unwrap_or_default();
+        let name = path
+            .file_name()
+            .map(|n| n.to_os_string())
+            .unwrap_or_default();
         let dest = self.root.join("corrupt").join(name);
         let _ = fs::rename(path, &dest);
-        out.unreadable.push(format!("{}: {why} (moved to {})", path.display(), dest.display()));
+        out.unreadable.push(format!(
+            "{}: {why} (moved to {})",
+            path.display(),
+            dest.display()
+        ));
     }
 
     /// Reads everything back after a start.
     pub fn recover(&self) -> Result<Recovered, EngineError> {
         let mut out = Recovered::default();
         let results_dir = self.root.join("results");
-        for entry in fs::read_dir(&results_dir).map_err(io(&results_dir, "listing"))?.flatten() {
+        for entry in fs::read_dir(&results_dir)
+            .map_err(io(&results_dir, "listing"))?
+            .flatten()
+        {
             let path = entry.path();
-            match fs::read(&path).map_err(|e| e.to_string()).and_then(|b| {
-                serde_json::from_slice::<JobResult>(&b).map_err(|e| e.to_string())
-            }) {
+            match fs::read(&path)
+                .map_err(|e| e.to_string())
+                .and_then(|b| serde_json::from_slice::<JobResult>(&b).map_err(|e| e.to_string()))
+            {
                 Ok(r) => out.results.push(r),
                 Err(why) => self.quarantine(&path, why, &mut out),
             }
         }
         let jobs_dir = self.root.join("jobs");
-        for entry in fs::read_dir(&jobs_dir).map_err(io(&jobs_dir, "listing"))?.flatten() {
+        for entry in fs::read_dir(&jobs_dir)
+            .map_err(io(&jobs_dir, "listing"))?
+            .flatten()
+        {
             let path = entry.path();
             if path.extension().and_then(|e| e.to_str()) != Some("req") {
                 continue;
             }
-            let job = match fs::read(&path).map_err(|e| e.to_string()).and_then(|b| {
-                serde_json::from_slice::<SpooledJob>(&b).map_err(|e| e.to_string())
-            }) {
+            let job = match fs::read(&path)
+                .map_err(|e| e.to_string())
+                .and_then(|b| serde_json::from_slice::<SpooledJob>(&b).map_err(|e| e.to_string()))
+            {
                 Ok(j) => j,
                 Err(why) => {
                     self.quarantine(&path, why, &mut out);
@@ -262,12 +280,17 @@ mod tests {
             attempts: 1,
         };
         // Simulate a crash between the result write and the request removal.
-        s.write_atomic(&s.result_path("done"), &serde_json::to_vec(&r).unwrap()).unwrap();
+        s.write_atomic(&s.result_path("done"), &serde_json::to_vec(&r).unwrap())
+            .unwrap();
         fs::write(s.root.join("jobs").join("zz.req"), b"{garbage").unwrap();
 
         let s = Spool::open(dir.path()).unwrap();
         let rec = s.recover().unwrap();
-        let ids: Vec<_> = rec.jobs.iter().map(|(j, a)| (j.job_id.as_str(), *a)).collect();
+        let ids: Vec<_> = rec
+            .jobs
+            .iter()
+            .map(|(j, a)| (j.job_id.as_str(), *a))
+            .collect();
         assert_eq!(ids, vec![("a", 2), ("b/../weird id", 0)]);
         assert_eq!(rec.results, vec![r]);
         assert_eq!(rec.unreadable.len(), 1, "{:?}", rec.unreadable);

@@ -17,13 +17,31 @@ const CHILD_ENV: &str = "CUZK_ENGINE_CRASH_CHILD";
 /// Not a test on its own: does nothing unless run by `kill_mid_job` with the env set.
 #[test]
 fn crash_child() {
-    let Some(dir) = std::env::var_os(CHILD_ENV) else { return };
+    let Some(dir) = std::env::var_os(CHILD_ENV) else {
+        return;
+    };
     let dir = Path::new(&dir);
     let mut c = config(dir);
     c.host_memory_budget_bytes = 100; // the second job stays queued: it never started
     let (e, _) = start(c);
-    e.submit(porep("porep-1000-1", &Script { prove_ms: 60_000, footprint: 100, ..Script::default() })).unwrap();
-    e.submit(porep("queued-behind", &Script { prove_ms: 10, footprint: 100, ..Script::default() })).unwrap();
+    e.submit(porep(
+        "porep-1000-1",
+        &Script {
+            prove_ms: 60_000,
+            footprint: 100,
+            ..Script::default()
+        },
+    ))
+    .unwrap();
+    e.submit(porep(
+        "queued-behind",
+        &Script {
+            prove_ms: 10,
+            footprint: 100,
+            ..Script::default()
+        },
+    ))
+    .unwrap();
     wait_state(&e, "porep-1000-1", JobState::Proving);
     std::fs::write(dir.join("child-proving"), b"").unwrap();
     std::thread::sleep(Duration::from_secs(120));
@@ -59,13 +77,20 @@ async fn a_job_killed_mid_proof_runs_again_after_restart() {
     c.start_paused = true;
     let (e, log) = start(c);
     let info = e.job("porep-1000-1").unwrap();
-    assert_eq!(info.state, JobState::Queued, "the interrupted job is back in the queue");
+    assert_eq!(
+        info.state,
+        JobState::Queued,
+        "the interrupted job is back in the queue"
+    );
     assert_eq!(info.attempts, 1);
     assert_eq!(e.job("queued-behind").unwrap().attempts, 0);
     e.resume();
     // Its script still says 60 s; the point is that it runs: cancel once it proves.
     wait_state(&e, "porep-1000-1", JobState::Proving);
-    assert_eq!(log.proved.lock().unwrap().first().map(String::as_str), Some("porep-1000-1"));
+    assert_eq!(
+        log.proved.lock().unwrap().first().map(String::as_str),
+        Some("porep-1000-1")
+    );
     e.cancel("porep-1000-1").unwrap();
     let r = done(&e, "porep-1000-1").await;
     assert_eq!((r.status, r.attempts), (JobStatus::Cancelled, 2));
@@ -84,9 +109,17 @@ async fn a_job_interrupted_too_often_fails_with_a_message() {
     let r = done(&e, "porep-1000-1").await;
     assert_eq!(r.status, JobStatus::Failed);
     let msg = r.error.as_deref().unwrap();
-    assert!(msg.contains("interrupted 1 times") && msg.contains("max_attempts = 1"), "{msg}");
+    assert!(
+        msg.contains("interrupted 1 times") && msg.contains("max_attempts = 1"),
+        "{msg}"
+    );
     assert_eq!(done(&e, "queued-behind").await.status, JobStatus::Completed);
-    assert!(!log.proved.lock().unwrap().iter().any(|id| id == "porep-1000-1"));
+    assert!(!log
+        .proved
+        .lock()
+        .unwrap()
+        .iter()
+        .any(|id| id == "porep-1000-1"));
     // A retry with the same id gets the stored failure, not a new run.
     let again = e.submit(porep("porep-1000-1", &Script::default())).unwrap();
     assert!(again.existing);

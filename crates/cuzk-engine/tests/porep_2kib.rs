@@ -11,7 +11,11 @@ use cuzk_filecoin::fixture::{default_fixture_dir, ensure_fixture};
 use cuzk_filecoin::{parse_c1, verify_porep_c2};
 
 async fn result(e: &Engine, id: &str) -> Arc<JobResult> {
-    match e.await_job(id, Some(Duration::from_secs(900))).await.unwrap() {
+    match e
+        .await_job(id, Some(Duration::from_secs(900)))
+        .await
+        .unwrap()
+    {
         AwaitOutcome::Done(r) => r,
         AwaitOutcome::Timeout { state } => panic!("{id} still {state:?}"),
     }
@@ -22,56 +26,113 @@ async fn porep_2kib_through_the_engine_verifies_and_bad_jobs_fail_alone() {
     let fixture = ensure_fixture(&default_fixture_dir(2048), 2048).expect("2 KiB fixture");
     let runner = PoRepRunner::new(&fixture.param_dir(), Some(&fixture.parent_dir())).unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let engine = Engine::start(EngineConfig::new(dir.path()), Arc::new(runner), vec![Device::cpu()]).unwrap();
+    let engine = Engine::start(
+        EngineConfig::new(dir.path()),
+        Arc::new(runner),
+        vec![Device::cpu()],
+    )
+    .unwrap();
 
     let (already, load) = engine.preload_srs("porep-2k").unwrap();
     assert!(!already && load > Duration::ZERO);
-    assert_eq!(engine.preload_srs("porep-2k").unwrap(), (true, Duration::ZERO));
+    assert_eq!(
+        engine.preload_srs("porep-2k").unwrap(),
+        (true, Duration::ZERO)
+    );
     let err = engine.preload_srs("porep-3k").unwrap_err().to_string();
     assert!(err.contains("circuit_id \"porep-3k\" is unknown"), "{err}");
 
     let envelope = std::fs::read(fixture.envelope_path()).unwrap();
     let id = fixture.identity();
-    let real = JobRequest::porep("porep-1000-1", envelope.clone(), fixture.info.miner_id, id.sector_id);
-    let mut garbled = JobRequest::porep("garbled", envelope[..envelope.len() / 2].to_vec(), 1000, 1);
+    let real = JobRequest::porep(
+        "porep-1000-1",
+        envelope.clone(),
+        fixture.info.miner_id,
+        id.sector_id,
+    );
+    let mut garbled =
+        JobRequest::porep("garbled", envelope[..envelope.len() / 2].to_vec(), 1000, 1);
     garbled.sector_size = 2048;
     let mut wrong_size = JobRequest::porep("wrong-size", envelope.clone(), 1000, 1);
     wrong_size.sector_size = 8 << 20;
-    let snap = JobRequest { request_id: "snap".into(), ..JobRequest::new(ProofKind::SnapDealsUpdate) };
-    let winning = JobRequest { request_id: "winning".into(), ..JobRequest::new(ProofKind::WinningPost) };
+    let snap = JobRequest {
+        request_id: "snap".into(),
+        ..JobRequest::new(ProofKind::SnapDealsUpdate)
+    };
+    let winning = JobRequest {
+        request_id: "winning".into(),
+        ..JobRequest::new(ProofKind::WinningPost)
+    };
     for r in [garbled, real, wrong_size, snap, winning] {
         engine.submit(r).unwrap();
     }
 
     let r = result(&engine, "garbled").await;
     assert_eq!(r.status, JobStatus::Failed);
-    assert!(r.error.as_deref().unwrap().contains("vanilla_proof: C1 input is not JSON"), "{r:?}");
+    assert!(
+        r.error
+            .as_deref()
+            .unwrap()
+            .contains("vanilla_proof: C1 input is not JSON"),
+        "{r:?}"
+    );
     let r = result(&engine, "wrong-size").await;
-    assert!(r.error.as_deref().unwrap().contains("sector_size: sector size 8388608 bytes contradicts"), "{r:?}");
+    assert!(
+        r.error
+            .as_deref()
+            .unwrap()
+            .contains("sector_size: sector size 8388608 bytes contradicts"),
+        "{r:?}"
+    );
     let r = result(&engine, "snap").await;
     assert_eq!(r.status, JobStatus::Failed);
-    assert!(r.error.as_deref().unwrap().contains("snap-update proofs are not supported yet"), "{r:?}");
+    assert!(
+        r.error
+            .as_deref()
+            .unwrap()
+            .contains("snap-update proofs are not supported yet"),
+        "{r:?}"
+    );
     let r = result(&engine, "winning").await;
-    assert!(r.error.as_deref().unwrap().contains("winning-post proofs are not supported yet"), "{r:?}");
+    assert!(
+        r.error
+            .as_deref()
+            .unwrap()
+            .contains("winning-post proofs are not supported yet"),
+        "{r:?}"
+    );
 
     let r = result(&engine, "porep-1000-1").await;
     assert_eq!(r.status, JobStatus::Completed, "{r:?}");
     assert_eq!(r.proof.len(), 192);
     let c1 = parse_c1(&envelope).unwrap();
-    assert!(verify_porep_c2(&c1.output, id, &r.proof).unwrap(), "the engine's proof verifies");
+    assert!(
+        verify_porep_c2(&c1.output, id, &r.proof).unwrap(),
+        "the engine's proof verifies"
+    );
     let t = r.timings;
     eprintln!("stage timings: {t:?}");
     assert_eq!(t.srs_load, Duration::ZERO, "parameters were preloaded");
-    assert!(t.synthesis > Duration::ZERO && t.gpu_compute > Duration::ZERO && t.verify > Duration::ZERO);
+    assert!(
+        t.synthesis > Duration::ZERO && t.gpu_compute > Duration::ZERO && t.verify > Duration::ZERO
+    );
     assert!(t.prove >= t.gpu_compute && t.total >= t.prove);
     let st = engine.status();
     assert_eq!((st.completed, st.failed), (1, 4));
     assert_eq!(st.srs.len(), 1);
-    assert_eq!((st.srs[0].circuit_id.as_str(), st.srs[0].ref_count), ("porep-2k", 0));
+    assert_eq!(
+        (st.srs[0].circuit_id.as_str(), st.srs[0].ref_count),
+        ("porep-2k", 0)
+    );
     assert_eq!(st.memory.in_use_bytes, 0);
 
     // A running real proof stops at its next kernel when cancelled.
-    let again = JobRequest::porep("cancel-me", envelope.clone(), fixture.info.miner_id, id.sector_id);
+    let again = JobRequest::porep(
+        "cancel-me",
+        envelope.clone(),
+        fixture.info.miner_id,
+        id.sector_id,
+    );
     engine.submit(again).unwrap();
     let end = Instant::now() + Duration::from_secs(60);
     while engine.job("cancel-me").unwrap().state != JobState::Proving {
@@ -84,7 +145,10 @@ async fn porep_2kib_through_the_engine_verifies_and_bad_jobs_fail_alone() {
     let r = result(&engine, "cancel-me").await;
     eprintln!("cancel took {:?}", t.elapsed());
     assert_eq!(r.status, JobStatus::Cancelled, "{r:?}");
-    assert!(t.elapsed() < Duration::from_secs(15), "stopped at a kernel boundary, not at the end");
+    assert!(
+        t.elapsed() < Duration::from_secs(15),
+        "stopped at a kernel boundary, not at the end"
+    );
     assert_eq!(engine.status().memory.in_use_bytes, 0);
 
     let (was, freed) = engine.evict_srs("porep-2k");

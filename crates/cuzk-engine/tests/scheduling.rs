@@ -11,7 +11,10 @@ use common::*;
 use cuzk_engine::*;
 
 fn quick() -> Script {
-    Script { prove_ms: 20, ..Script::default() }
+    Script {
+        prove_ms: 20,
+        ..Script::default()
+    }
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -34,10 +37,23 @@ async fn higher_priority_first_and_fifo_within_one() {
         e.submit(request(id, kind, p, &s)).unwrap();
     }
     assert_eq!(e.status().queue_depth(), 8);
-    assert_eq!(e.submit(request("x", ProofKind::PoRepSealCommit, Some(Priority::Low), &s)).unwrap().queue_position, 9);
+    assert_eq!(
+        e.submit(request(
+            "x",
+            ProofKind::PoRepSealCommit,
+            Some(Priority::Low),
+            &s
+        ))
+        .unwrap()
+        .queue_position,
+        9
+    );
     e.cancel("x").unwrap();
     std::thread::sleep(Duration::from_millis(50));
-    assert!(log.synthesized.lock().unwrap().is_empty(), "paused: nothing may start");
+    assert!(
+        log.synthesized.lock().unwrap().is_empty(),
+        "paused: nothing may start"
+    );
     e.resume();
     for (id, ..) in jobs {
         assert_eq!(done(&e, id).await.status, JobStatus::Completed);
@@ -50,7 +66,10 @@ async fn higher_priority_first_and_fifo_within_one() {
 async fn a_known_request_id_never_makes_a_second_job() {
     let dir = tempfile::tempdir().unwrap();
     let (e, log) = start(config(dir.path()));
-    let s = Script { prove_ms: 200, ..Script::default() };
+    let s = Script {
+        prove_ms: 200,
+        ..Script::default()
+    };
     let first = e.submit(porep("porep-1000-7", &s)).unwrap();
     assert!(!first.existing);
     let again = e.submit(porep("porep-1000-7", &s)).unwrap();
@@ -81,7 +100,11 @@ async fn cancel_queued_and_running_jobs_and_memory_comes_back() {
     let mut c = config(dir.path());
     c.host_memory_budget_bytes = 100; // one job at a time: the second stays queued
     let (e, log) = start(c);
-    let long = Script { prove_ms: 30_000, footprint: 100, ..Script::default() };
+    let long = Script {
+        prove_ms: 30_000,
+        footprint: 100,
+        ..Script::default()
+    };
     e.submit(porep("running", &long)).unwrap();
     e.submit(porep("queued", &long)).unwrap();
     wait_state(&e, "running", JobState::Proving);
@@ -96,27 +119,58 @@ async fn cancel_queued_and_running_jobs_and_memory_comes_back() {
     assert!(c.was_running());
     let r = done(&e, "running").await;
     assert_eq!(r.status, JobStatus::Cancelled);
-    assert!(t.elapsed() < Duration::from_secs(2), "a running job stops at its next boundary");
+    assert!(
+        t.elapsed() < Duration::from_secs(2),
+        "a running job stops at its next boundary"
+    );
     assert_eq!(log.cancelled_in_prove.load(Ordering::SeqCst), 1);
-    assert_eq!(log.held.load(Ordering::SeqCst), 0, "synthesized data dropped");
+    assert_eq!(
+        log.held.load(Ordering::SeqCst),
+        0,
+        "synthesized data dropped"
+    );
     assert_eq!(e.status().memory.in_use_bytes, 0);
     assert_eq!(e.status().cancelled, 2);
-    assert_eq!(e.cancel("running").unwrap(), CancelOutcome::AlreadyFinished(JobStatus::Cancelled));
+    assert_eq!(
+        e.cancel("running").unwrap(),
+        CancelOutcome::AlreadyFinished(JobStatus::Cancelled)
+    );
     assert!(matches!(e.cancel("nope"), Err(EngineError::NotFound(_))));
-    assert_eq!(log.synthesized.lock().unwrap().as_slice(), ["running"], "the cancelled queued job never ran");
+    assert_eq!(
+        log.synthesized.lock().unwrap().as_slice(),
+        ["running"],
+        "the cancelled queued job never ran"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn await_timeout_is_honoured_and_the_job_goes_on() {
     let dir = tempfile::tempdir().unwrap();
     let (e, _) = start(config(dir.path()));
-    e.submit(porep("slow", &Script { prove_ms: 1500, ..Script::default() })).unwrap();
+    e.submit(porep(
+        "slow",
+        &Script {
+            prove_ms: 1500,
+            ..Script::default()
+        },
+    ))
+    .unwrap();
     let t = Instant::now();
-    let out = e.await_job("slow", Some(Duration::from_millis(100))).await.unwrap();
+    let out = e
+        .await_job("slow", Some(Duration::from_millis(100)))
+        .await
+        .unwrap();
     assert!(matches!(out, AwaitOutcome::Timeout { .. }), "{out:?}");
-    assert!(t.elapsed() < Duration::from_millis(700), "took {:?}", t.elapsed());
+    assert!(
+        t.elapsed() < Duration::from_millis(700),
+        "took {:?}",
+        t.elapsed()
+    );
     assert_eq!(done(&e, "slow").await.status, JobStatus::Completed);
-    assert!(matches!(e.await_job("unknown", None).await, Err(EngineError::NotFound(_))));
+    assert!(matches!(
+        e.await_job("unknown", None).await,
+        Err(EngineError::NotFound(_))
+    ));
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -126,27 +180,54 @@ async fn a_bad_request_fails_alone_with_a_message() {
     let mut garbled = porep("garbled", &quick());
     garbled.vanilla_proof = b"{\"registered_proof\": [garbage".to_vec();
     e.submit(garbled).unwrap();
-    e.submit(porep("bad-plan", &Script { plan_fail: Some("sector_size: 7 is not a sector size".into()), ..quick() }))
-        .unwrap();
-    e.submit(porep("bad-prove", &Script { prove_fail: Some("partition 3 unsatisfied".into()), ..quick() }))
-        .unwrap();
+    e.submit(porep(
+        "bad-plan",
+        &Script {
+            plan_fail: Some("sector_size: 7 is not a sector size".into()),
+            ..quick()
+        },
+    ))
+    .unwrap();
+    e.submit(porep(
+        "bad-prove",
+        &Script {
+            prove_fail: Some("partition 3 unsatisfied".into()),
+            ..quick()
+        },
+    ))
+    .unwrap();
     e.submit(porep("good", &quick())).unwrap();
 
     let r = done(&e, "garbled").await;
     assert_eq!(r.status, JobStatus::Failed);
-    assert!(r.error.as_deref().unwrap().contains("vanilla_proof"), "{r:?}");
+    assert!(
+        r.error.as_deref().unwrap().contains("vanilla_proof"),
+        "{r:?}"
+    );
     let r = done(&e, "bad-plan").await;
-    assert!(r.error.as_deref().unwrap().contains("sector_size: 7"), "{r:?}");
+    assert!(
+        r.error.as_deref().unwrap().contains("sector_size: 7"),
+        "{r:?}"
+    );
     let r = done(&e, "bad-prove").await;
     assert_eq!(r.status, JobStatus::Failed);
-    assert!(r.error.as_deref().unwrap().contains("partition 3 unsatisfied"), "{r:?}");
+    assert!(
+        r.error
+            .as_deref()
+            .unwrap()
+            .contains("partition 3 unsatisfied"),
+        "{r:?}"
+    );
     assert!(r.proof.is_empty());
     assert_eq!(done(&e, "good").await.status, JobStatus::Completed);
     let st = e.status();
     assert_eq!((st.completed, st.failed), (1, 3));
     assert_eq!(st.memory.in_use_bytes, 0);
     // An unknown wire proof kind is refused before it becomes a job.
-    assert!(ProofKind::from_wire(7).unwrap_err().to_string().contains("proof_kind 7 is unknown"));
+    assert!(ProofKind::from_wire(7)
+        .unwrap_err()
+        .to_string()
+        .contains("proof_kind 7 is unknown"));
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -161,12 +242,19 @@ async fn results_expire_after_their_ttl_and_sooner_once_fetched() {
     let results = dir.path().join("spool/results");
     let end = Instant::now() + Duration::from_secs(2);
     while std::fs::read_dir(&results).unwrap().count() != 1 {
-        assert!(Instant::now() < end, "the result was never written to the spool");
+        assert!(
+            Instant::now() < end,
+            "the result was never written to the spool"
+        );
         std::thread::sleep(Duration::from_millis(5));
     }
     std::thread::sleep(Duration::from_millis(800));
     assert!(matches!(e.job("unfetched"), Err(EngineError::NotFound(_))));
-    assert_eq!(std::fs::read_dir(&results).unwrap().count(), 0, "result file removed");
+    assert_eq!(
+        std::fs::read_dir(&results).unwrap().count(),
+        0,
+        "result file removed"
+    );
     drop(e);
 
     let dir = tempfile::tempdir().unwrap();
@@ -180,7 +268,11 @@ async fn results_expire_after_their_ttl_and_sooner_once_fetched() {
     wait_state(&e, "kept", JobState::Completed);
     std::thread::sleep(Duration::from_millis(700));
     assert!(matches!(e.job("fetched"), Err(EngineError::NotFound(_))));
-    assert_eq!(e.job("kept").unwrap().state, JobState::Completed, "unfetched result kept");
+    assert_eq!(
+        e.job("kept").unwrap().state,
+        JobState::Completed,
+        "unfetched result kept"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -191,28 +283,53 @@ async fn the_memory_budget_bounds_synthesis_lookahead() {
     c.synthesis_workers = 2;
     c.gpu_workers_per_device = 1;
     let (e, log) = start(c);
-    let s = Script { synth_ms: 10, prove_ms: 150, footprint: 100, ..Script::default() };
+    let s = Script {
+        synth_ms: 10,
+        prove_ms: 150,
+        footprint: 100,
+        ..Script::default()
+    };
     for i in 0..6 {
         e.submit(porep(&format!("j{i}"), &s)).unwrap();
     }
-    e.submit(porep("huge", &Script { footprint: 251, ..quick() })).unwrap();
+    e.submit(porep(
+        "huge",
+        &Script {
+            footprint: 251,
+            ..quick()
+        },
+    ))
+    .unwrap();
     let mut seen_ahead = false;
     for i in 0..6 {
         let id = format!("j{i}");
         while e.job(&id).unwrap().state != JobState::Completed {
             let st = e.status();
             assert!(st.memory.in_use_bytes <= 250);
-            seen_ahead |= e.list_jobs().iter().any(|j| j.state == JobState::Synthesized);
+            seen_ahead |= e
+                .list_jobs()
+                .iter()
+                .any(|j| j.state == JobState::Synthesized);
             std::thread::sleep(Duration::from_millis(3));
         }
         assert_eq!(done(&e, &id).await.status, JobStatus::Completed);
     }
-    assert_eq!(log.max_held.load(Ordering::SeqCst), 2, "one proving, one synthesized ahead, no more");
+    assert_eq!(
+        log.max_held.load(Ordering::SeqCst),
+        2,
+        "one proving, one synthesized ahead, no more"
+    );
     assert!(seen_ahead, "synthesis ran ahead of proving");
     assert_eq!(e.status().memory.high_water_bytes, 200);
     let r = done(&e, "huge").await;
     assert_eq!(r.status, JobStatus::Failed);
-    assert!(r.error.as_deref().unwrap().contains("host_memory_budget_bytes = 250"), "{r:?}");
+    assert!(
+        r.error
+            .as_deref()
+            .unwrap()
+            .contains("host_memory_budget_bytes = 250"),
+        "{r:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -221,20 +338,34 @@ async fn drain_leaves_work_in_the_spool_for_the_next_start() {
     let (e, _) = start(config(dir.path()));
     e.submit(porep("done-before", &quick())).unwrap();
     done(&e, "done-before").await;
-    e.submit(porep("long", &Script { prove_ms: 2_000, ..Script::default() })).unwrap();
+    e.submit(porep(
+        "long",
+        &Script {
+            prove_ms: 2_000,
+            ..Script::default()
+        },
+    ))
+    .unwrap();
     wait_state(&e, "long", JobState::Proving);
     e.pause();
     e.submit(porep("q1", &quick())).unwrap();
     e.submit(porep("q2", &quick())).unwrap();
     assert!(matches!(
-        Engine::start(config(dir.path()), std::sync::Arc::new(ScriptedRunner(Default::default())), vec![Device::cpu()]),
+        Engine::start(
+            config(dir.path()),
+            std::sync::Arc::new(ScriptedRunner(Default::default())),
+            vec![Device::cpu()]
+        ),
         Err(EngineError::StateDirBusy(_))
     ));
     let report = e.drain(Duration::from_millis(300));
     assert!(!report.finished_in_time);
     assert_eq!(report.left_in_spool, 3);
     assert!(report.threads_stopped);
-    assert!(matches!(e.submit(porep("late", &quick())), Err(EngineError::Draining)));
+    assert!(matches!(
+        e.submit(porep("late", &quick())),
+        Err(EngineError::Draining)
+    ));
     drop(e);
 
     let mut c = config(dir.path());
@@ -265,15 +396,24 @@ async fn events_and_metrics_follow_a_job() {
     assert!(r.timings.prove >= Duration::from_millis(20));
     let mut states = Vec::new();
     while states.last() != Some(&JobState::Completed) {
-        let ev = tokio::time::timeout(Duration::from_secs(5), rx.recv()).await.unwrap().unwrap();
+        let ev = tokio::time::timeout(Duration::from_secs(5), rx.recv())
+            .await
+            .unwrap()
+            .unwrap();
         assert_eq!(ev.job_id, "watched");
         states.push(ev.state);
     }
     use JobState::*;
-    assert_eq!(states, [Queued, Synthesizing, Synthesized, Proving, Completed]);
+    assert_eq!(
+        states,
+        [Queued, Synthesizing, Synthesized, Proving, Completed]
+    );
     let m = e.metrics_text();
     assert!(m.contains("cuzk_proofs_completed_total 1\n"), "{m}");
-    assert!(m.contains("cuzk_queue_depth{proof_kind=\"porep-c2\"} 0\n"), "{m}");
+    assert!(
+        m.contains("cuzk_queue_depth{proof_kind=\"porep-c2\"} 0\n"),
+        "{m}"
+    );
     assert!(m.contains("# TYPE cuzk_uptime_seconds gauge"), "{m}");
     let st = e.status();
     assert_eq!(st.workers.len(), 1);

@@ -51,7 +51,8 @@ impl Drop for Work {
 pub struct ScriptedRunner(pub Arc<Scripted>);
 
 fn script(r: &JobRequest) -> Result<Script, RunError> {
-    serde_json::from_slice(&r.vanilla_proof).map_err(|e| RunError::BadRequest(format!("vanilla_proof: {e}")))
+    serde_json::from_slice(&r.vanilla_proof)
+        .map_err(|e| RunError::BadRequest(format!("vanilla_proof: {e}")))
 }
 
 /// Sleeps `ms` in small steps, stopping when cancelled (a stage boundary every 5 ms).
@@ -70,21 +71,40 @@ impl ProofRunner for ScriptedRunner {
         if let Some(m) = s.plan_fail {
             return Err(RunError::BadRequest(m));
         }
-        Ok(JobPlan { srs: None, footprint_bytes: s.footprint })
+        Ok(JobPlan {
+            srs: None,
+            footprint_bytes: s.footprint,
+        })
     }
 
-    fn synthesize(&self, request: &JobRequest, _plan: &JobPlan, cancel: &CancelToken) -> Result<Synthesized, RunError> {
+    fn synthesize(
+        &self,
+        request: &JobRequest,
+        _plan: &JobPlan,
+        cancel: &CancelToken,
+    ) -> Result<Synthesized, RunError> {
         let s = script(request)?;
         let now = self.0.held.fetch_add(1, Ordering::SeqCst) + 1;
         self.0.max_held.fetch_max(now, Ordering::SeqCst);
-        let work = Work { id: request.request_id.clone(), script: s.clone(), runner: self.0.clone() };
-        self.0.synthesized.lock().unwrap().push(request.request_id.clone());
+        let work = Work {
+            id: request.request_id.clone(),
+            script: s.clone(),
+            runner: self.0.clone(),
+        };
+        self.0
+            .synthesized
+            .lock()
+            .unwrap()
+            .push(request.request_id.clone());
         work_for(s.synth_ms, cancel)?;
         Ok(Synthesized(Box::new(work)))
     }
 
     fn prove(&self, work: Synthesized, ctx: ProveContext<'_>) -> Result<ProofOutput, RunError> {
-        let work = work.0.downcast::<Work>().map_err(|_| RunError::Prove("wrong work".into()))?;
+        let work = work
+            .0
+            .downcast::<Work>()
+            .map_err(|_| RunError::Prove("wrong work".into()))?;
         self.0.proved.lock().unwrap().push(work.id.clone());
         if let Err(e) = work_for(work.script.prove_ms, ctx.cancel) {
             self.0.cancelled_in_prove.fetch_add(1, Ordering::SeqCst);
@@ -93,11 +113,16 @@ impl ProofRunner for ScriptedRunner {
         if let Some(m) = &work.script.prove_fail {
             return Err(RunError::Prove(m.clone()));
         }
-        Ok(ProofOutput { proof: work.id.clone().into_bytes(), ..Default::default() })
+        Ok(ProofOutput {
+            proof: work.id.clone().into_bytes(),
+            ..Default::default()
+        })
     }
 
     fn srs_for_circuit(&self, circuit_id: &str) -> Result<SrsRef, RunError> {
-        Err(RunError::BadRequest(format!("no circuit {circuit_id} in the test runner")))
+        Err(RunError::BadRequest(format!(
+            "no circuit {circuit_id} in the test runner"
+        )))
     }
 }
 
@@ -122,13 +147,22 @@ pub fn config(dir: &std::path::Path) -> EngineConfig {
 
 pub fn start(c: EngineConfig) -> (Engine, Arc<Scripted>) {
     let log = Arc::new(Scripted::default());
-    let e = Engine::start(c, Arc::new(ScriptedRunner(log.clone())), vec![Device::cpu()]).expect("engine starts");
+    let e = Engine::start(
+        c,
+        Arc::new(ScriptedRunner(log.clone())),
+        vec![Device::cpu()],
+    )
+    .expect("engine starts");
     (e, log)
 }
 
 /// Awaits a job's end (10 s at most) and returns its result.
 pub async fn done(e: &Engine, id: &str) -> Arc<JobResult> {
-    match e.await_job(id, Some(Duration::from_secs(10))).await.expect("known job") {
+    match e
+        .await_job(id, Some(Duration::from_secs(10)))
+        .await
+        .expect("known job")
+    {
         AwaitOutcome::Done(r) => r,
         AwaitOutcome::Timeout { state } => panic!("job {id} still {state:?} after 10 s"),
     }
@@ -142,7 +176,10 @@ pub fn wait_state(e: &Engine, id: &str, state: JobState) {
         if now.as_ref().ok() == Some(&state) {
             return;
         }
-        assert!(Instant::now() < end, "job {id} never reached {state:?} (is {now:?})");
+        assert!(
+            Instant::now() < end,
+            "job {id} never reached {state:?} (is {now:?})"
+        );
         std::thread::sleep(Duration::from_millis(5));
     }
 }
