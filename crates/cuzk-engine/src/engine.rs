@@ -227,6 +227,9 @@ struct Inner {
 /// Blocking calls (`submit` writes and fsyncs the request, `preload_srs` loads parameters,
 /// `drain` waits) belong in `spawn_blocking` when called from an async runtime;
 /// `await_job` is async; the rest return at once.
+///
+/// Dropping every handle does not stop the engine's threads (a job in progress finishes and
+/// stores its result); [`Engine::drain`] is the way to stop.
 #[derive(Clone)]
 pub struct Engine {
     inner: Arc<Inner>,
@@ -547,8 +550,9 @@ impl Engine {
         })
     }
 
-    /// Waits for a job's result; `None` waits forever. On timeout the job goes on and the
-    /// answer is [`AwaitOutcome::Timeout`]. A fetched result is kept `fetched_result_ttl`.
+    /// Waits for a job's result; `None` waits forever (the wire's `timeout_ms = 0`). On
+    /// timeout the job goes on and the answer is [`AwaitOutcome::Timeout`]. A fetched result
+    /// is kept `fetched_result_ttl`.
     pub async fn await_job(
         &self,
         id: &str,
@@ -595,7 +599,7 @@ impl Engine {
         let this = self.clone();
         let submitted = match tokio::task::spawn_blocking(move || this.submit(request)).await {
             Ok(r) => r?,
-            Err(e) => return Err(EngineError::Config(format!("submit task failed: {e}"))),
+            Err(e) => return Err(EngineError::Internal(format!("submit task failed: {e}"))),
         };
         let outcome = self.await_job(&submitted.job_id, timeout).await?;
         Ok((submitted, outcome))

@@ -31,6 +31,8 @@ pub enum EngineError {
     Config(String),
     #[error("parameters of circuit {circuit_id:?}: {reason}")]
     Srs { circuit_id: String, reason: String },
+    #[error("engine fault: {0} (a bug; the job itself may still be fine: await it again)")]
+    Internal(String),
 }
 
 /// An error from a [`crate::ProofRunner`]: what went wrong with one job. It becomes the

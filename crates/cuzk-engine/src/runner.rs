@@ -416,6 +416,113 @@ mod tests {
         assert_eq!(PoRepRunner::circuit_id(P::StackedDrg512MiBV1), "porep-512m");
     }
 
+    /// Counts how many calls run at once; each NTT takes 20 ms, or, with `rendezvous`,
+    /// until two run at once (2 s at most).
+    #[derive(Default)]
+    struct Probe {
+        now: AtomicU64,
+        max: AtomicU64,
+        rendezvous: bool,
+    }
+
+    impl Backend for Probe {
+        fn name(&self) -> &'static str {
+            "probe"
+        }
+        fn ntt(&self, _: &mut [Scalar], _: NttDirection) -> Result<(), BackendError> {
+            let n = self.now.fetch_add(1, Ordering::SeqCst) + 1;
+            self.max.fetch_max(n, Ordering::SeqCst);
+            std::thread::sleep(Duration::from_millis(20));
+            let end = Instant::now() + Duration::from_secs(2);
+            while self.rendezvous && self.max.load(Ordering::SeqCst) < 2 && Instant::now() < end {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            self.now.fetch_sub(1, Ordering::SeqCst);
+            Ok(())
+        }
+        fn coset_quotient(
+            &self,
+            _: &mut [Scalar],
+            _: &[Scalar],
+            _: &[Scalar],
+        ) -> Result<(), BackendError> {
+            unreachable!()
+        }
+        fn msm_g1(
+            &self,
+            _: &[G1Affine],
+            _: Selection<'_>,
+            _: &[Scalar],
+        ) -> Result<G1Projective, BackendError> {
+            unreachable!()
+        }
+        fn msm_g2(
+            &self,
+            _: &[G2Affine],
+            _: Selection<'_>,
+            _: &[Scalar],
+        ) -> Result<G2Projective, BackendError> {
+            unreachable!()
+        }
+        fn sum_g1(&self, _: &[G1Affine], _: Selection<'_>) -> Result<G1Projective, BackendError> {
+            unreachable!()
+        }
+        fn sum_g2(&self, _: &[G2Affine], _: Selection<'_>) -> Result<G2Projective, BackendError> {
+            unreachable!()
+        }
+    }
+
+    #[test]
+    fn kernels_of_one_device_never_overlap_and_stop_once_cancelled() {
+        let probe = Probe::default();
+        let lock = Mutex::new(());
+        std::thread::scope(|s| {
+            for _ in 0..3 {
+                s.spawn(|| {
+                    let cancel = CancelToken::default();
+                    let dev = DeviceBackend::new(&probe, &lock, &cancel);
+                    for _ in 0..3 {
+                        dev.ntt(&mut [], NttDirection::Forward).unwrap();
+                    }
+                    assert!(dev.busy() >= Duration::from_millis(60));
+                });
+            }
+        });
+        assert_eq!(
+            probe.max.load(Ordering::SeqCst),
+            1,
+            "the device lock serializes kernels"
+        );
+
+        // Without a shared lock (two devices) they do overlap: the probe can see it.
+        let (l1, l2) = (Mutex::new(()), Mutex::new(()));
+        let probe = Probe {
+            rendezvous: true,
+            ..Probe::default()
+        };
+        std::thread::scope(|s| {
+            for l in [&l1, &l2] {
+                let probe = &probe;
+                s.spawn(move || {
+                    let cancel = CancelToken::default();
+                    DeviceBackend::new(probe, l, &cancel)
+                        .ntt(&mut [], NttDirection::Forward)
+                        .unwrap();
+                });
+            }
+        });
+        assert_eq!(probe.max.load(Ordering::SeqCst), 2);
+
+        let cancel = CancelToken::default();
+        cancel.cancel();
+        let probe = Probe::default();
+        let err = DeviceBackend::new(&probe, &lock, &cancel)
+            .ntt(&mut [], NttDirection::Forward)
+            .unwrap_err();
+        assert!(err.to_string().contains("job cancelled"), "{err}");
+        assert_eq!(probe.max.load(Ordering::SeqCst), 0, "no kernel ran");
+    }
+
     #[test]
     fn footprint_grows_with_the_domain() {
         let small = SrsShape {
