@@ -1,6 +1,7 @@
-//! Whole proofs on the GPU: the 2 KiB PoRep proved with the GPU backend and with the CPU
-//! backend, same blinding values, must be byte-identical, and verify with filecoin-proofs.
-//! Without a usable GPU the test says so and returns.
+//! Whole proofs on the GPU: synthetic circuits and the 2 KiB PoRep proved with the GPU
+//! backend and with the CPU backend, same blinding values, must be byte-identical and
+//! verify (bellperson's verifier, filecoin-proofs' verify_seal). Without a usable GPU each
+//! test says so on stderr and returns.
 
 use blstrs::Scalar as Fr;
 use cuzk_filecoin::fixture::{default_fixture_dir, ensure_fixture};
@@ -10,16 +11,47 @@ use ff::Field;
 use rand::SeedableRng;
 use std::io::Write;
 
-#[test]
-fn gpu_porep_proof_is_byte_identical_to_cpu_and_verifies() {
-    let gpu = match cuzk_gpu::GpuBackend::new() {
-        Ok(g) => g,
+fn gpu(test: &str) -> Option<cuzk_gpu::GpuBackend> {
+    match cuzk_gpu::GpuBackend::new() {
+        Ok(g) => Some(g),
         Err(e) => {
             // Straight to stderr, past the harness's capture, so CI logs show the skip.
-            let _ = writeln!(std::io::stderr(), "SKIPPED: GPU whole-proof test: {e}");
-            return;
+            let _ = writeln!(std::io::stderr(), "SKIPPED: {test}: {e}");
+            None
         }
-    };
+    }
+}
+
+#[test]
+fn gpu_synthetic_proofs_are_byte_identical_to_cpu_and_verify() {
+    use bellperson::groth16;
+    use cuzk_groth16::testing::SyntheticCircuit;
+    let Some(gpu) = gpu("GPU synthetic whole proofs") else { return };
+    let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(5);
+    let dir = std::env::temp_dir().join(format!("cuzk-gpu-synth-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for constraints in [16usize, 1000, (1 << 12) + 7, 1 << 16] {
+        let inputs: Vec<Fr> = (0..2).map(|_| Fr::random(&mut rng)).collect();
+        let c = SyntheticCircuit { constraints, inputs: inputs.clone(), seed: constraints as u64 };
+        let params = groth16::generate_random_parameters::<blstrs::Bls12, _, _>(c.clone(), &mut rng).unwrap();
+        let path = dir.join(format!("{constraints}.params"));
+        params.write(std::fs::File::create(&path).unwrap()).unwrap();
+        let srs = Srs::load(&path).unwrap();
+        let (r, s) = (Fr::random(&mut rng), Fr::random(&mut rng));
+        let w = cuzk_groth16::PartitionWitness::synthesize(c).unwrap();
+        let (on_gpu, _) = cuzk_groth16::prove(&gpu, &srs, w.clone(), r, s).expect("GPU proof");
+        let (on_cpu, _) = cuzk_groth16::prove(&CpuBackend, &srs, w, r, s).expect("CPU proof");
+        assert_eq!(on_gpu.to_bytes(), on_cpu.to_bytes(), "{constraints} constraints: GPU and CPU proofs differ");
+        let pvk = groth16::prepare_verifying_key(&params.vk);
+        let decoded = groth16::Proof::<blstrs::Bls12>::read(&on_gpu.to_bytes()[..]).unwrap();
+        assert!(groth16::verify_proof(&pvk, &decoded, &inputs).unwrap(), "{constraints}: GPU proof does not verify");
+    }
+    let _ = writeln!(std::io::stderr(), "GPU synthetic whole proofs: 4 sizes byte-identical to CPU, verified");
+}
+
+#[test]
+fn gpu_porep_proof_is_byte_identical_to_cpu_and_verifies() {
+    let Some(gpu) = gpu("GPU 2 KiB PoRep whole proof") else { return };
     let f = ensure_fixture(&default_fixture_dir(2048), 2048).expect("2 KiB fixture");
     let c1 = parse_c1(&std::fs::read(f.c1_path()).unwrap()).unwrap();
     let srs = Srs::load(&f.param_dir().join(&f.info.params_file)).unwrap();

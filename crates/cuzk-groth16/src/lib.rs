@@ -10,6 +10,7 @@ pub mod cpu;
 pub mod proof;
 pub mod prover;
 pub mod srs;
+pub mod testing;
 pub mod witness;
 
 pub use backend::{Backend, BackendError, NttDirection, Selection};
