@@ -30,8 +30,16 @@ fn main() {
         }
     }
 
-    let nvcc = env::var("NVCC").ok().filter(|s| !s.is_empty()).unwrap_or_else(|| "nvcc".into());
-    if Command::new(&nvcc).arg("--version").output().map(|o| !o.status.success()).unwrap_or(true) {
+    let nvcc = env::var("NVCC")
+        .ok()
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "nvcc".into());
+    if Command::new(&nvcc)
+        .arg("--version")
+        .output()
+        .map(|o| !o.status.success())
+        .unwrap_or(true)
+    {
         println!(
             "cargo:warning=cuzk-gpu: nvcc not found ({nvcc}); building without GPU kernels \
              (set NVCC or put nvcc on PATH)"
@@ -41,7 +49,9 @@ fn main() {
     }
 
     let archs: Vec<String> = match env::var("CUZK_GPU_ARCHS") {
-        Ok(list) if !list.trim().is_empty() => list.split(',').map(|s| s.trim().to_string()).collect(),
+        Ok(list) if !list.trim().is_empty() => {
+            list.split(',').map(|s| s.trim().to_string()).collect()
+        }
         _ => ARCHS.iter().map(|s| s.to_string()).collect(),
     };
     let mut cmd = Command::new(&nvcc);
@@ -49,12 +59,26 @@ fn main() {
     // CUDA 13 binaries need a 580+ driver anyway). Architectures compile in parallel on the
     // jobs cargo gives this build script.
     let jobs = env::var("NUM_JOBS").unwrap_or_else(|_| "1".into());
-    cmd.args(["-fatbin", "-std=c++17", "-O3", "--compress-mode=size", "--threads", &jobs]);
+    cmd.args([
+        "-fatbin",
+        "-std=c++17",
+        "-O3",
+        "--compress-mode=size",
+        "--threads",
+        &jobs,
+    ]);
     for a in &archs {
         cmd.arg(format!("-gencode=arch=compute_{a},code=sm_{a}"));
     }
-    cmd.arg(format!("-gencode=arch=compute_{PTX_ARCH},code=compute_{PTX_ARCH}"));
+    cmd.arg(format!(
+        "-gencode=arch=compute_{PTX_ARCH},code=compute_{PTX_ARCH}"
+    ));
     cmd.arg(kernels.join("cuzk.cu")).arg("-o").arg(&out);
-    let status = cmd.status().unwrap_or_else(|e| panic!("cannot run {nvcc}: {e}"));
-    assert!(status.success(), "nvcc failed to compile kernels/ ({cmd:?})");
+    let status = cmd
+        .status()
+        .unwrap_or_else(|e| panic!("cannot run {nvcc}: {e}"));
+    assert!(
+        status.success(),
+        "nvcc failed to compile kernels/ ({cmd:?})"
+    );
 }

@@ -44,7 +44,10 @@ impl VramArena {
         VramArena {
             inner: Arc::new(ArenaInner {
                 ctx,
-                counters: Mutex::new(ArenaCounters { budget, ..Default::default() }),
+                counters: Mutex::new(ArenaCounters {
+                    budget,
+                    ..Default::default()
+                }),
             }),
         }
     }
@@ -78,7 +81,12 @@ impl VramArena {
             // SAFETY: plain synchronous allocation in the bound context.
             .and_then(|()| unsafe { result::malloc_sync(reserved) }.map_err(driver("cuMemAlloc")));
         match ptr {
-            Ok(ptr) => Ok(DeviceBuffer { ptr, bytes, reserved, arena: self.inner.clone() }),
+            Ok(ptr) => Ok(DeviceBuffer {
+                ptr,
+                bytes,
+                reserved,
+                arena: self.inner.clone(),
+            }),
             Err(e) => {
                 self.inner.release(reserved);
                 Err(e)

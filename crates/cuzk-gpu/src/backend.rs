@@ -18,7 +18,10 @@ pub struct GpuBackend {
 }
 
 fn unavailable(e: GpuError) -> BackendError {
-    BackendError::Unavailable { backend: "gpu", reason: e.to_string() }
+    BackendError::Unavailable {
+        backend: "gpu",
+        reason: e.to_string(),
+    }
 }
 
 impl GpuBackend {
@@ -28,7 +31,10 @@ impl GpuBackend {
     }
 
     pub fn open(ordinal: usize, budget: VramBudget) -> Result<Self, GpuError> {
-        Ok(GpuBackend { gpu: Gpu::open(ordinal, budget)?, cpu: CpuBackend })
+        Ok(GpuBackend {
+            gpu: Gpu::open(ordinal, budget)?,
+            cpu: CpuBackend,
+        })
     }
 
     pub fn device(&self) -> &DeviceInfo {
@@ -51,10 +57,15 @@ impl GpuBackend {
 }
 
 /// The selected bases as one contiguous array (borrowed when all are selected).
-fn gather<'a, A: Copy + Send + Sync>(bases: &'a [A], selection: Selection<'_>) -> std::borrow::Cow<'a, [A]> {
+fn gather<'a, A: Copy + Send + Sync>(
+    bases: &'a [A],
+    selection: Selection<'_>,
+) -> std::borrow::Cow<'a, [A]> {
     match selection {
         Selection::All => std::borrow::Cow::Borrowed(bases),
-        Selection::Indices(idx) => std::borrow::Cow::Owned(idx.par_iter().map(|&i| bases[i as usize]).collect()),
+        Selection::Indices(idx) => {
+            std::borrow::Cow::Owned(idx.par_iter().map(|&i| bases[i as usize]).collect())
+        }
     }
 }
 
@@ -68,34 +79,63 @@ impl Backend for GpuBackend {
         ntt::ntt(&self.gpu, values, log_n, direction).map_err(unavailable)
     }
 
-    fn coset_quotient(&self, a: &mut [Scalar], b: &[Scalar], c: &[Scalar]) -> Result<(), BackendError> {
+    fn coset_quotient(
+        &self,
+        a: &mut [Scalar],
+        b: &[Scalar],
+        c: &[Scalar],
+    ) -> Result<(), BackendError> {
         if b.len() != a.len() || c.len() != a.len() {
-            return Err(BackendError::LengthMismatch { bases: a.len(), scalars: b.len().min(c.len()) });
+            return Err(BackendError::LengthMismatch {
+                bases: a.len(),
+                scalars: b.len().min(c.len()),
+            });
         }
         ntt::coset_quotient(&self.gpu, a, b, c).map_err(unavailable)
     }
 
-    fn msm_g1(&self, bases: &[G1Affine], selection: Selection<'_>, scalars: &[Scalar]) -> Result<G1Projective, BackendError> {
+    fn msm_g1(
+        &self,
+        bases: &[G1Affine],
+        selection: Selection<'_>,
+        scalars: &[Scalar],
+    ) -> Result<G1Projective, BackendError> {
         selection.check(bases.len())?;
         let n = selection.len(bases.len());
         if n != scalars.len() {
-            return Err(BackendError::LengthMismatch { bases: n, scalars: scalars.len() });
+            return Err(BackendError::LengthMismatch {
+                bases: n,
+                scalars: scalars.len(),
+            });
         }
         msm::msm_g1(&self.gpu, &gather(bases, selection), scalars).map_err(unavailable)
     }
 
     /// On the CPU for now (G2 kernels are a follow-up of issue #3).
-    fn msm_g2(&self, bases: &[G2Affine], selection: Selection<'_>, scalars: &[Scalar]) -> Result<G2Projective, BackendError> {
+    fn msm_g2(
+        &self,
+        bases: &[G2Affine],
+        selection: Selection<'_>,
+        scalars: &[Scalar],
+    ) -> Result<G2Projective, BackendError> {
         self.cpu.msm_g2(bases, selection, scalars)
     }
 
-    fn sum_g1(&self, bases: &[G1Affine], selection: Selection<'_>) -> Result<G1Projective, BackendError> {
+    fn sum_g1(
+        &self,
+        bases: &[G1Affine],
+        selection: Selection<'_>,
+    ) -> Result<G1Projective, BackendError> {
         selection.check(bases.len())?;
         msm::sum_g1(&self.gpu, &gather(bases, selection)).map_err(unavailable)
     }
 
     /// On the CPU for now (G2 kernels are a follow-up of issue #3).
-    fn sum_g2(&self, bases: &[G2Affine], selection: Selection<'_>) -> Result<G2Projective, BackendError> {
+    fn sum_g2(
+        &self,
+        bases: &[G2Affine],
+        selection: Selection<'_>,
+    ) -> Result<G2Projective, BackendError> {
         self.cpu.sum_g2(bases, selection)
     }
 }

@@ -42,14 +42,17 @@ fn device_info(ordinal: usize) -> Result<DeviceInfo, GpuError> {
     let dev = result::device::get(ordinal as i32).map_err(driver("cuDeviceGet"))?;
     let attr = |a| {
         // SAFETY: `dev` is a valid device handle.
-        unsafe { result::device::get_attribute(dev, a) }.map(|v| v as u32).map_err(driver("cuDeviceGetAttribute"))
+        unsafe { result::device::get_attribute(dev, a) }
+            .map(|v| v as u32)
+            .map_err(driver("cuDeviceGetAttribute"))
     };
     use sys::CUdevice_attribute::*;
     Ok(DeviceInfo {
         ordinal,
         name: result::device::get_name(dev).map_err(driver("cuDeviceGetName"))?,
         // SAFETY: as above.
-        total_memory: unsafe { result::device::total_mem(dev) }.map_err(driver("cuDeviceTotalMem"))?,
+        total_memory: unsafe { result::device::total_mem(dev) }
+            .map_err(driver("cuDeviceTotalMem"))?,
         sm_count: attr(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?,
         compute_capability: (
             attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?,
@@ -118,7 +121,15 @@ impl Gpu {
             VramBudget::FractionOfFree(f) => (free as f64 * f.clamp(0.0, 1.0)) as usize,
         };
         let arena = VramArena::new(ctx.clone(), budget);
-        Ok(Gpu { info, ctx, stream, kernels, arena, lock: Mutex::new(()), timings: Mutex::default() })
+        Ok(Gpu {
+            info,
+            ctx,
+            stream,
+            kernels,
+            arena,
+            lock: Mutex::new(()),
+            timings: Mutex::default(),
+        })
     }
 
     pub fn info(&self) -> &DeviceInfo {
@@ -143,7 +154,9 @@ impl Gpu {
 
     /// Free and total device memory as the driver reports them.
     pub fn mem_info(&self) -> Result<(usize, usize), GpuError> {
-        self.ctx.bind_to_thread().map_err(driver("cuCtxSetCurrent"))?;
+        self.ctx
+            .bind_to_thread()
+            .map_err(driver("cuCtxSetCurrent"))?;
         self.ctx.mem_get_info().map_err(driver("cuMemGetInfo"))
     }
 
@@ -151,7 +164,9 @@ impl Gpu {
     /// per-device lock until the guard drops.
     pub(crate) fn enter(&self) -> Result<MutexGuard<'_, ()>, GpuError> {
         let guard = self.lock.lock().unwrap_or_else(|p| p.into_inner());
-        self.ctx.bind_to_thread().map_err(driver("cuCtxSetCurrent"))?;
+        self.ctx
+            .bind_to_thread()
+            .map_err(driver("cuCtxSetCurrent"))?;
         Ok(guard)
     }
 
@@ -161,7 +176,10 @@ impl Gpu {
 
     /// Copies `src` to the start of `dst` on the compute stream.
     pub(crate) fn upload<T: Copy>(&self, dst: &DeviceBuffer, src: &[T]) -> Result<(), GpuError> {
-        assert!(std::mem::size_of_val(src) <= dst.len_bytes(), "upload larger than its buffer");
+        assert!(
+            std::mem::size_of_val(src) <= dst.len_bytes(),
+            "upload larger than its buffer"
+        );
         if src.is_empty() {
             return Ok(());
         }
@@ -174,8 +192,15 @@ impl Gpu {
     }
 
     /// Copies the start of `src` into `dst` and waits for it.
-    pub(crate) fn download<T: Copy>(&self, dst: &mut [T], src: &DeviceBuffer) -> Result<(), GpuError> {
-        assert!(std::mem::size_of_val(dst) <= src.len_bytes(), "download larger than its buffer");
+    pub(crate) fn download<T: Copy>(
+        &self,
+        dst: &mut [T],
+        src: &DeviceBuffer,
+    ) -> Result<(), GpuError> {
+        assert!(
+            std::mem::size_of_val(dst) <= src.len_bytes(),
+            "download larger than its buffer"
+        );
         if dst.is_empty() {
             return Ok(());
         }
@@ -188,8 +213,10 @@ impl Gpu {
     /// Sets every byte of `dst` to `byte` (queued on the compute stream).
     pub(crate) fn memset(&self, dst: &DeviceBuffer, byte: u8) -> Result<(), GpuError> {
         // SAFETY: within the buffer.
-        unsafe { result::memset_d8_async(dst.ptr(), byte, dst.len_bytes(), self.stream.cu_stream()) }
-            .map_err(driver("cuMemsetD8Async"))
+        unsafe {
+            result::memset_d8_async(dst.ptr(), byte, dst.len_bytes(), self.stream.cu_stream())
+        }
+        .map_err(driver("cuMemsetD8Async"))
     }
 
     /// Launches a 1-D grid covering `threads` threads in blocks of `block`.
@@ -205,13 +232,24 @@ impl Gpu {
         let grid = u32::try_from(grid).expect("grid fits in u32");
         // SAFETY: the argument list matches the kernel's signature (kernels.rs and cuzk.cu
         // are kept together); every pointer argument is a live buffer of the right size.
-        unsafe { result::launch_kernel(k.0, (grid, 1, 1), (block, 1, 1), shared_bytes, self.stream.cu_stream(), args) }
-            .map_err(driver("cuLaunchKernel"))
+        unsafe {
+            result::launch_kernel(
+                k.0,
+                (grid, 1, 1),
+                (block, 1, 1),
+                shared_bytes,
+                self.stream.cu_stream(),
+                args,
+            )
+        }
+        .map_err(driver("cuLaunchKernel"))
     }
 
     /// Waits for the stream; reports any fault of the kernels launched before.
     pub(crate) fn sync(&self) -> Result<(), GpuError> {
-        self.stream.synchronize().map_err(driver("cuStreamSynchronize"))
+        self.stream
+            .synchronize()
+            .map_err(driver("cuStreamSynchronize"))
     }
 }
 

@@ -13,7 +13,12 @@ pub enum GpuError {
     #[error("CUDA {op} failed: {err}")]
     Driver { op: &'static str, err: DriverError },
     #[error("VRAM budget of device {device} exceeded: {requested} bytes asked with {in_use} of {budget} in use")]
-    OverBudget { device: usize, requested: usize, in_use: usize, budget: usize },
+    OverBudget {
+        device: usize,
+        requested: usize,
+        in_use: usize,
+        budget: usize,
+    },
 }
 
 /// `map_err` adaptor naming the driver call that failed.

@@ -36,7 +36,11 @@ const SUM_CHUNK: usize = 32;
 const REDUCE_CHUNK: usize = 16;
 
 /// sum_i scalars[i] * points[i], equal to `CpuBackend::msm_g1` over the same points.
-pub(crate) fn msm_g1(gpu: &Gpu, points: &[G1Affine], scalars: &[Scalar]) -> Result<G1Projective, GpuError> {
+pub(crate) fn msm_g1(
+    gpu: &Gpu,
+    points: &[G1Affine],
+    scalars: &[Scalar],
+) -> Result<G1Projective, GpuError> {
     let n = points.len();
     debug_assert_eq!(n, scalars.len());
     if n == 0 {
@@ -58,13 +62,26 @@ pub(crate) fn msm_g1(gpu: &Gpu, points: &[G1Affine], scalars: &[Scalar]) -> Resu
     let t1 = Instant::now();
     gpu.memset(&d_cursor, 0)?;
 
-    let (pp, ps, pc, pk, n32) = (d_points.ptr(), d_scalars.ptr(), d_class.ptr(), d_cursor.ptr(), n as u32);
+    let (pp, ps, pc, pk, n32) = (
+        d_points.ptr(),
+        d_scalars.ptr(),
+        d_class.ptr(),
+        d_cursor.ptr(),
+        n as u32,
+    );
     gpu.launch(
         gpu.kernels.msm_classify,
         n,
         BLOCK,
         0,
-        &mut [arg(&ps), arg(&pc), arg(&pk), arg(&n32), arg(&c), arg(&windows)],
+        &mut [
+            arg(&ps),
+            arg(&pc),
+            arg(&pk),
+            arg(&n32),
+            arg(&c),
+            arg(&windows),
+        ],
     )?;
     let scan_threads = 1024u32;
     gpu.launch(
@@ -85,7 +102,16 @@ pub(crate) fn msm_g1(gpu: &Gpu, points: &[G1Affine], scalars: &[Scalar]) -> Resu
         n,
         BLOCK,
         0,
-        &mut [arg(&ps), arg(&pc), arg(&pk), arg(&pe), arg(&pkeys), arg(&n32), arg(&c), arg(&windows)],
+        &mut [
+            arg(&ps),
+            arg(&pc),
+            arg(&pk),
+            arg(&pe),
+            arg(&pkeys),
+            arg(&n32),
+            arg(&c),
+            arg(&windows),
+        ],
     )?;
     let buckets = windows as usize * half;
     let d_buckets = gpu.alloc(buckets * XYZZ_BYTES)?;
@@ -102,7 +128,16 @@ pub(crate) fn msm_g1(gpu: &Gpu, points: &[G1Affine], scalars: &[Scalar]) -> Resu
         chunks,
         BLOCK,
         0,
-        &mut [arg(&pp), arg(&pe), arg(&pkeys), arg(&len64), arg(&cap), arg(&pb), arg(&pv), arg(&pck)],
+        &mut [
+            arg(&pp),
+            arg(&pe),
+            arg(&pkeys),
+            arg(&len64),
+            arg(&cap),
+            arg(&pb),
+            arg(&pv),
+            arg(&pck),
+        ],
     )?;
     drop((d_entries, d_keys));
     // Fold the carries until one chunk is left (its first run cannot continue anything).
@@ -111,14 +146,27 @@ pub(crate) fn msm_g1(gpu: &Gpu, points: &[G1Affine], scalars: &[Scalar]) -> Resu
         chunks = len.div_ceil(RUN_CHUNK);
         let next_vals = gpu.alloc(chunks * XYZZ_BYTES)?;
         let next_keys = gpu.alloc(chunks * 4)?;
-        let (len64, pv, pck, nv, nk) =
-            (len as u64, carry_vals.ptr(), carry_keys.ptr(), next_vals.ptr(), next_keys.ptr());
+        let (len64, pv, pck, nv, nk) = (
+            len as u64,
+            carry_vals.ptr(),
+            carry_keys.ptr(),
+            next_vals.ptr(),
+            next_keys.ptr(),
+        );
         gpu.launch(
             gpu.kernels.g1_bucket_runs_xyzz,
             chunks,
             BLOCK,
             0,
-            &mut [arg(&pv), arg(&pck), arg(&len64), arg(&cap), arg(&pb), arg(&nv), arg(&nk)],
+            &mut [
+                arg(&pv),
+                arg(&pck),
+                arg(&len64),
+                arg(&cap),
+                arg(&pb),
+                arg(&nv),
+                arg(&nk),
+            ],
         )?;
         carry_vals = next_vals;
         carry_keys = next_keys;
@@ -149,7 +197,11 @@ pub(crate) fn msm_g1(gpu: &Gpu, points: &[G1Affine], scalars: &[Scalar]) -> Resu
         }
         acc += w;
     }
-    gpu.set_timings(OpTimings { upload: t1 - t0, compute: t1.elapsed(), download: Duration::ZERO });
+    gpu.set_timings(OpTimings {
+        upload: t1 - t0,
+        compute: t1.elapsed(),
+        download: Duration::ZERO,
+    });
     Ok(acc + ones)
 }
 
@@ -165,22 +217,42 @@ pub(crate) fn sum_g1(gpu: &Gpu, points: &[G1Affine]) -> Result<G1Projective, Gpu
     gpu.upload(&d_points, points)?;
     let t1 = Instant::now();
     let sum = sum_points(gpu, &d_points, None, n)?;
-    gpu.set_timings(OpTimings { upload: t1 - t0, compute: t1.elapsed(), download: Duration::ZERO });
+    gpu.set_timings(OpTimings {
+        upload: t1 - t0,
+        compute: t1.elapsed(),
+        download: Duration::ZERO,
+    });
     Ok(sum)
 }
 
 /// Sum of the n points in `d_points` whose class is 1 (or all when `class` is None).
-fn sum_points(gpu: &Gpu, d_points: &DeviceBuffer, class: Option<&DeviceBuffer>, n: usize) -> Result<G1Projective, GpuError> {
+fn sum_points(
+    gpu: &Gpu,
+    d_points: &DeviceBuffer,
+    class: Option<&DeviceBuffer>,
+    n: usize,
+) -> Result<G1Projective, GpuError> {
     let threads = n.div_ceil(SUM_CHUNK);
     let d_partial = gpu.alloc(threads * XYZZ_BYTES)?;
-    let (pp, pc, po) = (d_points.ptr(), class.map_or(0u64, |c| c.ptr()), d_partial.ptr());
+    let (pp, pc, po) = (
+        d_points.ptr(),
+        class.map_or(0u64, |c| c.ptr()),
+        d_partial.ptr(),
+    );
     let (n32, chunk, t32) = (n as u32, SUM_CHUNK as u32, threads as u32);
     gpu.launch(
         gpu.kernels.g1_sum_partials,
         threads,
         BLOCK,
         0,
-        &mut [arg(&pp), arg(&pc), arg(&po), arg(&n32), arg(&chunk), arg(&t32)],
+        &mut [
+            arg(&pp),
+            arg(&pc),
+            arg(&po),
+            arg(&n32),
+            arg(&chunk),
+            arg(&t32),
+        ],
     )?;
     let total = reduce_groups(gpu, d_partial, threads, 1)?;
     Ok(to_host(gpu, &total, 1)?[0])
@@ -188,14 +260,29 @@ fn sum_points(gpu: &Gpu, d_points: &DeviceBuffer, class: Option<&DeviceBuffer>, 
 
 /// Tree reduction of `count` XYZZ points made of `groups` equal contiguous groups (each a
 /// power of two long when groups > 1) down to one sum per group.
-fn reduce_groups(gpu: &Gpu, mut buf: DeviceBuffer, mut count: usize, groups: usize) -> Result<DeviceBuffer, GpuError> {
+fn reduce_groups(
+    gpu: &Gpu,
+    mut buf: DeviceBuffer,
+    mut count: usize,
+    groups: usize,
+) -> Result<DeviceBuffer, GpuError> {
     while count > groups {
         let per = count / groups;
         let chunk = REDUCE_CHUNK.min(per);
-        debug_assert!(groups == 1 || per % chunk == 0);
-        let threads = if groups == 1 { count.div_ceil(chunk) } else { groups * (per / chunk) };
+        debug_assert!(groups == 1 || per.is_multiple_of(chunk));
+        let threads = if groups == 1 {
+            count.div_ceil(chunk)
+        } else {
+            groups * (per / chunk)
+        };
         let out = gpu.alloc(threads * XYZZ_BYTES)?;
-        let (pi, po, c32, ch, t32) = (buf.ptr(), out.ptr(), count as u32, chunk as u32, threads as u32);
+        let (pi, po, c32, ch, t32) = (
+            buf.ptr(),
+            out.ptr(),
+            count as u32,
+            chunk as u32,
+            threads as u32,
+        );
         gpu.launch(
             gpu.kernels.g1_xyzz_sum_partials,
             threads,
@@ -214,7 +301,13 @@ fn reduce_groups(gpu: &Gpu, mut buf: DeviceBuffer, mut count: usize, groups: usi
 fn to_host(gpu: &Gpu, xyzz: &DeviceBuffer, count: usize) -> Result<Vec<G1Projective>, GpuError> {
     let d_jac = gpu.alloc(count * 144)?;
     let (pi, po, c32) = (xyzz.ptr(), d_jac.ptr(), count as u32);
-    gpu.launch(gpu.kernels.g1_xyzz_to_jacobian, count, BLOCK, 0, &mut [arg(&pi), arg(&po), arg(&c32)])?;
+    gpu.launch(
+        gpu.kernels.g1_xyzz_to_jacobian,
+        count,
+        BLOCK,
+        0,
+        &mut [arg(&pi), arg(&po), arg(&c32)],
+    )?;
     gpu.sync()?;
     let mut out = vec![G1Projective::identity(); count];
     gpu.download(&mut out, &d_jac)?;

@@ -19,7 +19,11 @@ const BLOCK: u32 = 256;
 fn max_log_radix() -> u32 {
     static K: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
     *K.get_or_init(|| {
-        std::env::var("CUZK_NTT_MAX_LOG_RADIX").ok().and_then(|v| v.parse().ok()).unwrap_or(2u32).clamp(1, 4)
+        std::env::var("CUZK_NTT_MAX_LOG_RADIX")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(2u32)
+            .clamp(1, 4)
     })
 }
 const FR_BYTES: usize = 32;
@@ -50,12 +54,22 @@ impl Powers {
             hi.push(q);
             q *= step;
         }
-        Powers { hi, lo, lo_bits, lo_mask: (1 << lo_bits) - 1 }
+        Powers {
+            hi,
+            lo,
+            lo_bits,
+            lo_mask: (1 << lo_bits) - 1,
+        }
     }
 
     /// The constant `c` at every index.
     fn constant(c: Scalar) -> Self {
-        Powers { hi: vec![c], lo: vec![Scalar::ONE], lo_bits: 31, lo_mask: 0 }
+        Powers {
+            hi: vec![c],
+            lo: vec![Scalar::ONE],
+            lo_bits: 31,
+            lo_mask: 0,
+        }
     }
 }
 
@@ -82,7 +96,12 @@ fn upload_powers(gpu: &Gpu, p: &Powers) -> Result<DevicePowers, GpuError> {
     gpu.upload(&hi, &p.hi)?;
     gpu.upload(&lo, &p.lo)?;
     Ok(DevicePowers {
-        arg: PowerTableArg { hi: hi.ptr(), lo: lo.ptr(), lo_bits: p.lo_bits, lo_mask: p.lo_mask },
+        arg: PowerTableArg {
+            hi: hi.ptr(),
+            lo: lo.ptr(),
+            lo_bits: p.lo_bits,
+            lo_mask: p.lo_mask,
+        },
         _hi: hi,
         _lo: lo,
     })
@@ -93,7 +112,12 @@ fn n_inverse(n: usize) -> Scalar {
 }
 
 /// The transform of `values` (length 2^log_n) in place, equal to `CpuBackend::ntt`.
-pub(crate) fn ntt(gpu: &Gpu, values: &mut [Scalar], log_n: u32, dir: NttDirection) -> Result<(), GpuError> {
+pub(crate) fn ntt(
+    gpu: &Gpu,
+    values: &mut [Scalar],
+    log_n: u32,
+    dir: NttDirection,
+) -> Result<(), GpuError> {
     let n = values.len();
     if n == 1 {
         // Every direction is the identity on one element (g^0 = 1, 1/n = 1).
@@ -103,12 +127,24 @@ pub(crate) fn ntt(gpu: &Gpu, values: &mut [Scalar], log_n: u32, dir: NttDirectio
     let omega = root_of_unity(log_n);
     let (w, pre, post) = match dir {
         NttDirection::Forward => (omega, None, None),
-        NttDirection::Inverse => (omega.invert().unwrap(), None, Some(Powers::constant(n_inverse(n)))),
-        NttDirection::CosetForward => (omega, Some(Powers::new(coset_generator(), Scalar::ONE, log_n)), None),
+        NttDirection::Inverse => (
+            omega.invert().unwrap(),
+            None,
+            Some(Powers::constant(n_inverse(n))),
+        ),
+        NttDirection::CosetForward => (
+            omega,
+            Some(Powers::new(coset_generator(), Scalar::ONE, log_n)),
+            None,
+        ),
         NttDirection::CosetInverse => (
             omega.invert().unwrap(),
             None,
-            Some(Powers::new(coset_generator().invert().unwrap(), n_inverse(n), log_n)),
+            Some(Powers::new(
+                coset_generator().invert().unwrap(),
+                n_inverse(n),
+                log_n,
+            )),
         ),
     };
 
@@ -123,7 +159,13 @@ pub(crate) fn ntt(gpu: &Gpu, values: &mut [Scalar], log_n: u32, dir: NttDirectio
     {
         let t = upload_powers(gpu, &Powers::new(w, Scalar::ONE, log_n - 1))?;
         let (out, table, count) = (twiddles.ptr(), t.arg, half as u32);
-        gpu.launch(gpu.kernels.fr_power_table, half, BLOCK, 0, &mut [arg(&out), arg(&table), arg(&count)])?;
+        gpu.launch(
+            gpu.kernels.fr_power_table,
+            half,
+            BLOCK,
+            0,
+            &mut [arg(&out), arg(&table), arg(&count)],
+        )?;
         gpu.sync()?;
     }
     let pre = pre.map(|p| upload_powers(gpu, &p)).transpose()?;
@@ -143,8 +185,16 @@ pub(crate) fn ntt(gpu: &Gpu, values: &mut [Scalar], log_n: u32, dir: NttDirectio
     let tw = twiddles.ptr();
     for (p, &(s, stages)) in passes.iter().enumerate() {
         let (src, dst) = (bufs[p % 2].ptr(), bufs[(p + 1) % 2].ptr());
-        let pre_arg = if p == 0 { pre.as_ref().map_or(none, |t| t.arg) } else { none };
-        let post_arg = if p == passes.len() - 1 { post.as_ref().map_or(none, |t| t.arg) } else { none };
+        let pre_arg = if p == 0 {
+            pre.as_ref().map_or(none, |t| t.arg)
+        } else {
+            none
+        };
+        let post_arg = if p == passes.len() - 1 {
+            post.as_ref().map_or(none, |t| t.arg)
+        } else {
+            none
+        };
         let kernel = match stages {
             1 => gpu.kernels.fr_ntt_radix2,
             2 => gpu.kernels.fr_ntt_radix4,
@@ -156,18 +206,35 @@ pub(crate) fn ntt(gpu: &Gpu, values: &mut [Scalar], log_n: u32, dir: NttDirectio
             n >> stages,
             BLOCK,
             0,
-            &mut [arg(&src), arg(&dst), arg(&tw), arg(&log_n), arg(&s), arg(&pre_arg), arg(&post_arg)],
+            &mut [
+                arg(&src),
+                arg(&dst),
+                arg(&tw),
+                arg(&log_n),
+                arg(&s),
+                arg(&pre_arg),
+                arg(&post_arg),
+            ],
         )?;
     }
     gpu.sync()?;
     let t2 = Instant::now();
     gpu.download(values, &bufs[passes.len() % 2])?;
-    gpu.set_timings(OpTimings { upload: t1 - t0, compute: t2 - t1, download: t2.elapsed() });
+    gpu.set_timings(OpTimings {
+        upload: t1 - t0,
+        compute: t2 - t1,
+        download: t2.elapsed(),
+    });
     Ok(())
 }
 
 /// a = (a * b - c) / Z(g) pointwise, equal to `CpuBackend::coset_quotient`.
-pub(crate) fn coset_quotient(gpu: &Gpu, a: &mut [Scalar], b: &[Scalar], c: &[Scalar]) -> Result<(), GpuError> {
+pub(crate) fn coset_quotient(
+    gpu: &Gpu,
+    a: &mut [Scalar],
+    b: &[Scalar],
+    c: &[Scalar],
+) -> Result<(), GpuError> {
     let n = a.len();
     if n == 0 {
         return Ok(());
@@ -175,8 +242,12 @@ pub(crate) fn coset_quotient(gpu: &Gpu, a: &mut [Scalar], b: &[Scalar], c: &[Sca
     let _region = gpu.enter()?;
     let z_inv = [vanishing_inverse_on_coset(n)];
     let t0 = Instant::now();
-    let (da, db, dc, dz) =
-        (gpu.alloc(n * FR_BYTES)?, gpu.alloc(n * FR_BYTES)?, gpu.alloc(n * FR_BYTES)?, gpu.alloc(FR_BYTES)?);
+    let (da, db, dc, dz) = (
+        gpu.alloc(n * FR_BYTES)?,
+        gpu.alloc(n * FR_BYTES)?,
+        gpu.alloc(n * FR_BYTES)?,
+        gpu.alloc(FR_BYTES)?,
+    );
     gpu.upload(&da, a)?;
     gpu.upload(&db, b)?;
     gpu.upload(&dc, c)?;
@@ -193,6 +264,10 @@ pub(crate) fn coset_quotient(gpu: &Gpu, a: &mut [Scalar], b: &[Scalar], c: &[Sca
     gpu.sync()?;
     let t2 = Instant::now();
     gpu.download(a, &da)?;
-    gpu.set_timings(OpTimings { upload: t1 - t0, compute: t2 - t1, download: t2.elapsed() });
+    gpu.set_timings(OpTimings {
+        upload: t1 - t0,
+        compute: t2 - t1,
+        download: t2.elapsed(),
+    });
     Ok(())
 }

@@ -8,8 +8,8 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::*;
-use cuzk_groth16::{Backend, CpuBackend, NttDirection, Selection};
 use cuzk_gpu::GpuBackend;
+use cuzk_groth16::{Backend, CpuBackend, NttDirection, Selection};
 
 fn best<F: FnMut()>(gpu: &GpuBackend, mut f: F) -> (Duration, Duration) {
     let mut best = (Duration::MAX, Duration::MAX);
@@ -33,7 +33,12 @@ fn gpu_bench() {
     for log_n in 20..=24u32 {
         let n = 1usize << log_n;
         let input = random_scalars(n, log_n as u64);
-        for dir in [NttDirection::Forward, NttDirection::Inverse, NttDirection::CosetForward, NttDirection::CosetInverse] {
+        for dir in [
+            NttDirection::Forward,
+            NttDirection::Inverse,
+            NttDirection::CosetForward,
+            NttDirection::CosetInverse,
+        ] {
             let mut v = input.clone();
             let (total, kern) = best(gpu, || gpu.ntt(&mut v, dir).unwrap());
             let mut w = input.clone();
@@ -50,7 +55,10 @@ fn gpu_bench() {
         }
     }
     let ntt_only = std::env::var("CUZK_BENCH_NTT_ONLY").is_ok();
-    let max = std::env::var("CUZK_BENCH_MAX_LOG_MSM").ok().and_then(|s| s.parse().ok()).unwrap_or(22u32);
+    let max = std::env::var("CUZK_BENCH_MAX_LOG_MSM")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(22u32);
     let bases = random_bases(if ntt_only { 1 } else { 1 << max }, 1);
     for log_n in (20..=max).filter(|_| !ntt_only) {
         let n = 1usize << log_n;
@@ -60,7 +68,10 @@ fn gpu_bench() {
             24 => "179",
             _ => "-",
         };
-        for (label, scalars) in [("random", random_scalars(n, 2)), ("porep-like", porep_scalars(n, 3))] {
+        for (label, scalars) in [
+            ("random", random_scalars(n, 2)),
+            ("porep-like", porep_scalars(n, 3)),
+        ] {
             let b = &bases[..n];
             let (total, kern) = best(gpu, || {
                 gpu.msm_g1(b, Selection::All, &scalars).unwrap();
@@ -81,18 +92,37 @@ fn gpu_bench() {
     // Larger sizes, GPU only (the CPU reference would take too long here).
     for log_n in 25..=27u32 {
         let mut v = random_scalars(1 << log_n, log_n as u64);
-        for dir in [NttDirection::Forward, NttDirection::Inverse, NttDirection::CosetForward, NttDirection::CosetInverse] {
+        for dir in [
+            NttDirection::Forward,
+            NttDirection::Inverse,
+            NttDirection::CosetForward,
+            NttDirection::CosetInverse,
+        ] {
             let (total, kern) = best(gpu, || gpu.ntt(&mut v, dir).unwrap());
-            let sppark = if log_n == 27 { ["42", "44", "47", "47"][dir as usize] } else { "-" };
-            say(&format!("| ntt {dir:?} | 2^{log_n} | {:.1} | {:.1} | - | - | {sppark} |", ms(total), ms(kern)));
+            let sppark = if log_n == 27 {
+                ["42", "44", "47", "47"][dir as usize]
+            } else {
+                "-"
+            };
+            say(&format!(
+                "| ntt {dir:?} | 2^{log_n} | {:.1} | {:.1} | - | - | {sppark} |",
+                ms(total),
+                ms(kern)
+            ));
         }
     }
-    let big = std::env::var("CUZK_BENCH_BIG_LOG_MSM").ok().and_then(|s| s.parse().ok()).unwrap_or(24u32);
+    let big = std::env::var("CUZK_BENCH_BIG_LOG_MSM")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(24u32);
     if big > max && !ntt_only {
         let bases = random_bases(1 << big, 4);
         for log_n in max + 1..=big {
             let n = 1usize << log_n;
-            for (label, scalars) in [("random", random_scalars(n, 5)), ("porep-like", porep_scalars(n, 6))] {
+            for (label, scalars) in [
+                ("random", random_scalars(n, 5)),
+                ("porep-like", porep_scalars(n, 6)),
+            ] {
                 let (total, kern) = best(gpu, || {
                     gpu.msm_g1(&bases[..n], Selection::All, &scalars).unwrap();
                 });
@@ -100,10 +130,19 @@ fn gpu_bench() {
                     (24, "random") => "179",
                     _ => "-",
                 };
-                say(&format!("| msm g1 {label} | 2^{log_n} | {:.1} | {:.1} | - | - | {sppark} |", ms(total), ms(kern)));
+                say(&format!(
+                    "| msm g1 {label} | 2^{log_n} | {:.1} | {:.1} | - | - | {sppark} |",
+                    ms(total),
+                    ms(kern)
+                ));
             }
         }
     }
     let c = gpu.arena_counters();
-    say(&format!("arena after bench: in use {} B, high water {:.2} GiB, budget {:.1} GiB", c.in_use, c.high_water as f64 / (1u64 << 30) as f64, c.budget as f64 / (1u64 << 30) as f64));
+    say(&format!(
+        "arena after bench: in use {} B, high water {:.2} GiB, budget {:.1} GiB",
+        c.in_use,
+        c.high_water as f64 / (1u64 << 30) as f64,
+        c.budget as f64 / (1u64 << 30) as f64
+    ));
 }

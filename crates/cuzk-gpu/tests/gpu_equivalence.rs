@@ -10,25 +10,39 @@ use std::time::Instant;
 
 use blstrs::{G1Affine, Scalar};
 use common::*;
-use cuzk_groth16::{Backend, BackendError, CpuBackend, NttDirection, Selection};
 use cuzk_gpu::{GpuBackend, VramBudget};
+use cuzk_groth16::{Backend, BackendError, CpuBackend, NttDirection, Selection};
 use ff::Field;
 use group::prime::PrimeCurveAffine;
 
-const DIRECTIONS: [NttDirection; 4] =
-    [NttDirection::Forward, NttDirection::Inverse, NttDirection::CosetForward, NttDirection::CosetInverse];
+const DIRECTIONS: [NttDirection; 4] = [
+    NttDirection::Forward,
+    NttDirection::Inverse,
+    NttDirection::CosetForward,
+    NttDirection::CosetInverse,
+];
 
 fn max_log_ntt() -> u32 {
-    std::env::var("CUZK_TEST_MAX_LOG_NTT").ok().and_then(|s| s.parse().ok()).unwrap_or(24)
+    std::env::var("CUZK_TEST_MAX_LOG_NTT")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(24)
 }
 
 fn max_log_msm() -> u32 {
-    std::env::var("CUZK_TEST_MAX_LOG_MSM").ok().and_then(|s| s.parse().ok()).unwrap_or(22)
+    std::env::var("CUZK_TEST_MAX_LOG_MSM")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(22)
 }
 
 fn assert_arena_empty(gpu: &GpuBackend) {
     let c = gpu.arena_counters();
-    assert_eq!((c.in_use, c.buffers), (0, 0), "arena not back at baseline: {c:?}");
+    assert_eq!(
+        (c.in_use, c.buffers),
+        (0, 0),
+        "arena not back at baseline: {c:?}"
+    );
 }
 
 #[test]
@@ -46,18 +60,31 @@ fn ntt_all_directions_match_cpu() {
             let t = Instant::now();
             gpu.ntt(&mut got, dir).unwrap();
             let gpu_t = t.elapsed();
-            assert!(got == want, "NTT {dir:?} 2^{log_n} differs from the CPU backend");
+            assert!(
+                got == want,
+                "NTT {dir:?} 2^{log_n} differs from the CPU backend"
+            );
             if log_n >= 16 {
-                say(&format!("ntt {dir:?} 2^{log_n}: gpu {:.2} ms, cpu {:.2} ms", ms(gpu_t), ms(cpu)));
+                say(&format!(
+                    "ntt {dir:?} 2^{log_n}: gpu {:.2} ms, cpu {:.2} ms",
+                    ms(gpu_t),
+                    ms(cpu)
+                ));
             }
         }
         assert_arena_empty(gpu);
     }
-    say(&format!("ntt: 4 directions x 2^1..2^{} equal to the CPU backend", max_log_ntt()));
+    say(&format!(
+        "ntt: 4 directions x 2^1..2^{} equal to the CPU backend",
+        max_log_ntt()
+    ));
     let mut one = vec![Scalar::from(5u64)];
     gpu.ntt(&mut one, NttDirection::CosetInverse).unwrap();
     assert_eq!(one, vec![Scalar::from(5u64)]);
-    assert!(matches!(gpu.ntt(&mut [Scalar::ONE; 3], NttDirection::Forward), Err(BackendError::BadNttSize(3))));
+    assert!(matches!(
+        gpu.ntt(&mut [Scalar::ONE; 3], NttDirection::Forward),
+        Err(BackendError::BadNttSize(3))
+    ));
 }
 
 #[test]
@@ -65,7 +92,11 @@ fn coset_quotient_matches_cpu() {
     let Some(gpu) = gpu() else { return };
     for log_n in [0u32, 1, 2, 5, 10, 16, 20] {
         let n = 1usize << log_n;
-        let (a, b, c) = (random_scalars(n, 1), random_scalars(n, 2), random_scalars(n, 3));
+        let (a, b, c) = (
+            random_scalars(n, 1),
+            random_scalars(n, 2),
+            random_scalars(n, 3),
+        );
         let mut want = a.clone();
         CpuBackend.coset_quotient(&mut want, &b, &c).unwrap();
         let mut got = a.clone();
@@ -83,10 +114,20 @@ fn check_msm(gpu: &GpuBackend, label: &str, bases: &[G1Affine], scalars: &[Scala
     let t = Instant::now();
     let got = gpu.msm_g1(bases, Selection::All, scalars).unwrap();
     let gpu_t = t.elapsed();
-    assert_eq!(got, want, "MSM {label}, n = {} differs from the CPU backend", scalars.len());
+    assert_eq!(
+        got,
+        want,
+        "MSM {label}, n = {} differs from the CPU backend",
+        scalars.len()
+    );
     assert_arena_empty(gpu);
     if scalars.len() >= 1 << 16 {
-        say(&format!("msm {label} n = {}: gpu {:.1} ms, cpu {:.1} ms", scalars.len(), ms(gpu_t), ms(cpu)));
+        say(&format!(
+            "msm {label} n = {}: gpu {:.1} ms, cpu {:.1} ms",
+            scalars.len(),
+            ms(gpu_t),
+            ms(cpu)
+        ));
     }
 }
 
@@ -102,7 +143,10 @@ fn msm_g1_random_scalars_match_cpu() {
     // a size that is not a power of two, above the small ones
     let n = 100_003.min(bases.len());
     check_msm(gpu, "random", &bases[..n], &random_scalars(n, 7));
-    say(&format!("msm random: n = 1, 2, 3, 1000, 2^10..2^{} equal to the CPU backend", max_log_msm()));
+    say(&format!(
+        "msm random: n = 1, 2, 3, 1000, 2^10..2^{} equal to the CPU backend",
+        max_log_msm()
+    ));
 }
 
 #[test]
@@ -119,20 +163,47 @@ fn msm_g1_special_scalars_match_cpu() {
         check_msm(gpu, "porep-like", b, &porep_scalars(n, n as u64));
         check_msm(gpu, "minus-one", b, &vec![-Scalar::ONE; n]);
         let with_id = with_identities(b.to_vec(), 7);
-        check_msm(gpu, "identity-bases random", &with_id, &random_scalars(n, 5));
-        check_msm(gpu, "identity-bases porep-like", &with_id, &porep_scalars(n, 6));
+        check_msm(
+            gpu,
+            "identity-bases random",
+            &with_id,
+            &random_scalars(n, 5),
+        );
+        check_msm(
+            gpu,
+            "identity-bases porep-like",
+            &with_id,
+            &porep_scalars(n, 6),
+        );
     }
     // The same base everywhere: bucket sums add a point to itself (the doubling path).
     let same = vec![bases[0]; 5000];
     check_msm(gpu, "same-base random", &same, &random_scalars(5000, 8));
-    check_msm(gpu, "same-base small", &same, &(0..5000u64).map(|i| Scalar::from(i % 5)).collect::<Vec<_>>());
+    check_msm(
+        gpu,
+        "same-base small",
+        &same,
+        &(0..5000u64)
+            .map(|i| Scalar::from(i % 5))
+            .collect::<Vec<_>>(),
+    );
     // Selection by indices (reversed, with repeats) against the CPU backend.
     let idx: Vec<u32> = (0..4000u32).rev().map(|i| i * 7 % 3000).collect();
     let s = porep_scalars(idx.len(), 9);
-    let want = CpuBackend.msm_g1(&bases, Selection::Indices(&idx), &s).unwrap();
-    assert_eq!(gpu.msm_g1(&bases, Selection::Indices(&idx), &s).unwrap(), want, "msm with indices");
+    let want = CpuBackend
+        .msm_g1(&bases, Selection::Indices(&idx), &s)
+        .unwrap();
+    assert_eq!(
+        gpu.msm_g1(&bases, Selection::Indices(&idx), &s).unwrap(),
+        want,
+        "msm with indices"
+    );
     assert!(matches!(
-        gpu.msm_g1(&bases[..2], Selection::Indices(&[0, 5]), &[Scalar::ONE, Scalar::ONE]),
+        gpu.msm_g1(
+            &bases[..2],
+            Selection::Indices(&[0, 5]),
+            &[Scalar::ONE, Scalar::ONE]
+        ),
         Err(BackendError::IndexOutOfRange { index: 5, bases: 2 })
     ));
     assert_arena_empty(gpu);
@@ -146,7 +217,11 @@ fn sum_g1_matches_cpu() {
     let bases = with_identities(random_bases(top, 13), 11);
     for n in [0usize, 1, 2, 3, 1000, 1 << 16, top] {
         let b = &bases[..n];
-        assert_eq!(gpu.sum_g1(b, Selection::All).unwrap(), CpuBackend.sum_g1(b, Selection::All).unwrap(), "sum n = {n}");
+        assert_eq!(
+            gpu.sum_g1(b, Selection::All).unwrap(),
+            CpuBackend.sum_g1(b, Selection::All).unwrap(),
+            "sum n = {n}"
+        );
     }
     let idx: Vec<u32> = (0..top as u32).step_by(3).rev().collect();
     assert_eq!(
@@ -155,9 +230,15 @@ fn sum_g1_matches_cpu() {
         "sum with indices"
     );
     let same = vec![bases[1]; 3000];
-    assert_eq!(gpu.sum_g1(&same, Selection::All).unwrap(), CpuBackend.sum_g1(&same, Selection::All).unwrap());
+    assert_eq!(
+        gpu.sum_g1(&same, Selection::All).unwrap(),
+        CpuBackend.sum_g1(&same, Selection::All).unwrap()
+    );
     let id = vec![G1Affine::identity(); 100];
-    assert_eq!(gpu.sum_g1(&id, Selection::All).unwrap(), CpuBackend.sum_g1(&id, Selection::All).unwrap());
+    assert_eq!(
+        gpu.sum_g1(&id, Selection::All).unwrap(),
+        CpuBackend.sum_g1(&id, Selection::All).unwrap()
+    );
     assert_arena_empty(gpu);
     say("sum_g1: equal to the CPU backend");
 }
@@ -165,11 +246,17 @@ fn sum_g1_matches_cpu() {
 #[test]
 fn over_budget_is_an_error_and_leaves_the_arena_empty() {
     let Some(_) = gpu() else { return };
-    let small = GpuBackend::open(0, VramBudget::Bytes(1 << 20)).expect("second handle on the device");
+    let small =
+        GpuBackend::open(0, VramBudget::Bytes(1 << 20)).expect("second handle on the device");
     let n = 1 << 16;
     let bases = random_bases(n, 14);
-    let err = small.msm_g1(&bases, Selection::All, &random_scalars(n, 15)).unwrap_err();
-    assert!(err.to_string().contains("VRAM budget"), "unexpected error: {err}");
+    let err = small
+        .msm_g1(&bases, Selection::All, &random_scalars(n, 15))
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("VRAM budget"),
+        "unexpected error: {err}"
+    );
     let c = small.arena_counters();
     assert_eq!((c.in_use, c.buffers), (0, 0), "{c:?}");
     assert!(c.high_water <= c.budget);
@@ -179,5 +266,8 @@ fn over_budget_is_an_error_and_leaves_the_arena_empty() {
     small.ntt(&mut v, NttDirection::Forward).unwrap();
     CpuBackend.ntt(&mut w, NttDirection::Forward).unwrap();
     assert_eq!(v, w);
-    say(&format!("over-budget: refused cleanly ({err}); arena {:?}", small.arena_counters()));
+    say(&format!(
+        "over-budget: refused cleanly ({err}); arena {:?}",
+        small.arena_counters()
+    ));
 }

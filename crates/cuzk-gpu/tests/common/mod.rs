@@ -46,9 +46,15 @@ pub fn gpu() -> Option<&'static GpuBackend> {
 
 pub fn rng(seed: u64) -> ChaCha20Rng {
     // Fresh inputs each run, reproducible from the printed seed.
-    let base = std::env::var("CUZK_TEST_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| {
-        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64
-    });
+    let base = std::env::var("CUZK_TEST_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos() as u64
+        });
     ChaCha20Rng::seed_from_u64(base ^ seed.wrapping_mul(0x9e3779b97f4a7c15))
 }
 
@@ -58,7 +64,9 @@ pub fn random_scalars(n: usize, seed: u64) -> Vec<Scalar> {
         .chunks(1 << 14)
         .flat_map_iter(|idx| {
             let mut r = rng(seed ^ (idx[0] as u64) << 20);
-            idx.into_iter().map(move |_| Scalar::random(&mut r)).collect::<Vec<_>>()
+            idx.into_iter()
+                .map(move |_| Scalar::random(&mut r))
+                .collect::<Vec<_>>()
         })
         .collect()
 }
@@ -82,7 +90,9 @@ pub fn random_bases(n: usize, seed: u64) -> Vec<G1Affine> {
         })
         .collect();
     let mut out = vec![G1Affine::identity(); n];
-    out.par_chunks_mut(1 << 12).zip(proj.par_chunks(1 << 12)).for_each(|(o, p)| G1Projective::batch_normalize(p, o));
+    out.par_chunks_mut(1 << 12)
+        .zip(proj.par_chunks(1 << 12))
+        .for_each(|(o, p)| G1Projective::batch_normalize(p, o));
     out
 }
 
