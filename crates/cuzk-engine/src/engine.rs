@@ -295,6 +295,11 @@ impl Engine {
                 "gpu_workers_per_device and synthesis_workers must be at least 1".into(),
             ));
         }
+        if config.host_memory_budget_bytes == 0 {
+            return Err(EngineError::Config(
+                "host_memory_budget_bytes is 0: no job could ever start".into(),
+            ));
+        }
         if config.max_attempts == 0 {
             return Err(EngineError::Config(
                 "max_attempts must be at least 1".into(),
@@ -871,7 +876,8 @@ impl Engine {
                     if s.stopping {
                         return;
                     }
-                    if !s.paused {
+                    // A drain finishes what has started, paused or not.
+                    if !s.paused || s.draining {
                         if let Some((_, _, id)) = s.synthesized.pop_first() {
                             break id;
                         }
@@ -1021,12 +1027,22 @@ impl Engine {
         }
         let finished_in_time = busy(&s) == 0;
         s.stopping = true;
-        for j in s.jobs.values() {
+        let mut idle = Vec::new();
+        for (id, j) in &s.jobs {
             if j.in_flight() {
                 j.cancel.shut_down();
+                if j.state == JobState::Synthesized {
+                    idle.push(id.clone());
+                }
             }
         }
         inner.wake.notify_all();
+        drop(s);
+        // Synthesized jobs have no thread to notice the shutdown: put them back here.
+        for id in idle {
+            self.finish(&id, JobStatus::Cancelled, Vec::new(), None);
+        }
+        let mut s = lock(&inner.sched);
         // Threads stop at their next stage boundary; give them what is left of the timeout,
         // and at least a moment.
         let deadline = deadline.max(Instant::now() + Duration::from_millis(200));

@@ -260,13 +260,16 @@ pub struct StageTimings {
     /// Loading parameters (zero when they were resident).
     #[serde(with = "ms")]
     pub srs_load: Duration,
-    /// CPU preparation: parsing, circuit construction, witness synthesis.
+    /// CPU preparation: parsing, circuit construction, witness synthesis (the engine's
+    /// synthesis stage plus what the runner reports from inside its proving step).
     #[serde(with = "ms")]
     pub synthesis: Duration,
     /// Waiting between synthesis and a free worker (lookahead slack).
     #[serde(with = "ms")]
     pub synthesized_wait: Duration,
-    /// The proving step as a whole (wall time on the worker, SRS load excluded).
+    /// The proving step as a whole: wall time on the worker, SRS load excluded, and
+    /// including any synthesis the runner does inside it (PoRep today, partition by
+    /// partition; that part is also counted in `synthesis`).
     #[serde(with = "ms")]
     pub prove: Duration,
     /// Time inside backend kernels (NTT, MSM): the `gpu_compute_ms` of the wire.

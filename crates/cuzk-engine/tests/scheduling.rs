@@ -347,6 +347,8 @@ async fn drain_leaves_work_in_the_spool_for_the_next_start() {
     ))
     .unwrap();
     wait_state(&e, "long", JobState::Proving);
+    e.submit(porep("ahead", &quick())).unwrap();
+    wait_state(&e, "ahead", JobState::Synthesized); // lookahead, waiting for the worker
     e.pause();
     e.submit(porep("q1", &quick())).unwrap();
     e.submit(porep("q2", &quick())).unwrap();
@@ -360,7 +362,7 @@ async fn drain_leaves_work_in_the_spool_for_the_next_start() {
     ));
     let report = e.drain(Duration::from_millis(300));
     assert!(!report.finished_in_time);
-    assert_eq!(report.left_in_spool, 3);
+    assert_eq!(report.left_in_spool, 4);
     assert!(report.threads_stopped);
     assert!(matches!(
         e.submit(porep("late", &quick())),
@@ -371,18 +373,23 @@ async fn drain_leaves_work_in_the_spool_for_the_next_start() {
     let mut c = config(dir.path());
     c.start_paused = true;
     let (e, log) = start(c);
-    for id in ["long", "q1", "q2"] {
+    for id in ["long", "ahead", "q1", "q2"] {
         assert_eq!(e.job(id).unwrap().state, JobState::Queued);
     }
     e.resume();
-    let r = done(&e, "long").await;
-    assert_eq!(r.status, JobStatus::Completed, "{r:?}");
-    assert_eq!(r.attempts, 1, "a drained run does not count as an attempt");
+    for id in ["long", "ahead"] {
+        let r = done(&e, id).await;
+        assert_eq!(r.status, JobStatus::Completed, "{r:?}");
+        assert_eq!(
+            r.attempts, 1,
+            "{id}: a drained run does not count as an attempt"
+        );
+    }
     assert_eq!(done(&e, "q1").await.status, JobStatus::Completed);
     assert_eq!(done(&e, "q2").await.status, JobStatus::Completed);
     // The result from before the restart is still there.
     assert_eq!(done(&e, "done-before").await.proof, b"done-before");
-    assert_eq!(log.synthesized.lock().unwrap().len(), 3);
+    assert_eq!(log.synthesized.lock().unwrap().len(), 4);
 }
 
 #[tokio::test(flavor = "multi_thread")]
