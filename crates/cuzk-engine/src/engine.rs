@@ -152,6 +152,10 @@ pub struct DrainReport {
     pub threads_stopped: bool,
 }
 
+/// Requests with more payload than this are not kept in memory while queued: the spool
+/// has them (a 32 GiB PoRep C1 is about 50 MB, and hundreds may wait).
+const PAYLOAD_KEPT_IN_MEMORY: u64 = 1 << 20;
+
 type QKey = (std::cmp::Reverse<Priority>, u64, String);
 
 struct Job {
@@ -400,6 +404,8 @@ impl Engine {
             );
             job.attempts = attempts;
             job.spooled = true;
+            job.request
+                .take_if(|r| r.payload_bytes() > PAYLOAD_KEPT_IN_MEMORY);
             if attempts >= self.inner.config.max_attempts {
                 exhausted.push((id.clone(), attempts));
             } else {
@@ -536,6 +542,8 @@ impl Engine {
             state = j.state;
             if j.state == JobState::Queued {
                 j.spooled = true;
+                j.request
+                    .take_if(|r| r.payload_bytes() > PAYLOAD_KEPT_IN_MEMORY);
                 let key = j.key(&id);
                 s.queued.insert(key);
                 self.inner.wake.notify_all();
@@ -733,7 +741,7 @@ impl Engine {
         let inner = &*self.inner;
         loop {
             enum Next {
-                Plan(String, Arc<JobRequest>),
+                Plan(String, Option<Arc<JobRequest>>),
                 Fail(String, String),
                 Synthesize(String),
             }
@@ -754,7 +762,9 @@ impl Engine {
             };
             match next {
                 Next::Plan(id, request) => {
-                    let plan = inner.runner.plan(&request);
+                    let plan = self
+                        .request_of(&id, request)
+                        .and_then(|r| inner.runner.plan(&r).map_err(|e| e.to_string()));
                     let mut s = lock(&inner.sched);
                     let Some(j) = s.jobs.get_mut(&id) else {
                         continue;
@@ -767,7 +777,7 @@ impl Engine {
                         }
                         Err(e) => {
                             drop(s);
-                            self.finish(&id, JobStatus::Failed, Vec::new(), Some(e.to_string()));
+                            self.finish(&id, JobStatus::Failed, Vec::new(), Some(e));
                         }
                     }
                 }
@@ -783,7 +793,7 @@ impl Engine {
                     None if j.planning => None,
                     None => {
                         j.planning = true;
-                        Some(Next::Plan(id, j.request.clone()?))
+                        Some(Next::Plan(id, j.request.clone()))
                     }
                     Some(p) if p.footprint_bytes > config.host_memory_budget_bytes => {
                         Some(Next::Fail(
@@ -818,10 +828,21 @@ impl Engine {
         let (request, plan, cancel, attempts, kind) = {
             let s = lock(&inner.sched);
             let Some(j) = s.jobs.get(id) else { return };
-            let (Some(r), Some(p)) = (j.request.clone(), j.plan.clone()) else {
-                return;
-            };
-            (r, p, j.cancel.clone(), j.attempts, j.kind)
+            (
+                j.request.clone(),
+                j.plan.clone(),
+                j.cancel.clone(),
+                j.attempts,
+                j.kind,
+            )
+        };
+        let (request, plan) = match (self.request_of(id, request), plan) {
+            (Ok(r), Some(p)) => (r, p),
+            (Err(e), _) => return self.finish(id, JobStatus::Failed, Vec::new(), Some(e)),
+            (_, None) => {
+                let msg = "engine fault: synthesis started without a plan".to_string();
+                return self.finish(id, JobStatus::Failed, Vec::new(), Some(msg));
+            }
         };
         // Durable before it runs: a crash from here on counts as an interrupted attempt.
         if let Err(e) = inner.spool.put_attempts(id, attempts) {
@@ -863,6 +884,23 @@ impl Engine {
                 )
             }
             Err(e) => self.finish(id, JobStatus::Failed, Vec::new(), Some(e.to_string())),
+        }
+    }
+
+    /// The job's request: the one in memory, or read back from the spool.
+    fn request_of(
+        &self,
+        id: &str,
+        cached: Option<Arc<JobRequest>>,
+    ) -> Result<Arc<JobRequest>, String> {
+        match cached {
+            Some(r) => Ok(r),
+            None => self
+                .inner
+                .spool
+                .get_job(id)
+                .map(|sj| Arc::new(sj.request))
+                .map_err(|e| format!("the spooled request could not be read back: {e}")),
         }
     }
 

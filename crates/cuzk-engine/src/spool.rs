@@ -146,6 +146,17 @@ impl Spool {
         self.write_atomic(&path, &bytes)
     }
 
+    /// Reads an accepted request back (the engine keeps large payloads only here).
+    pub fn get_job(&self, id: &str) -> Result<SpooledJob, EngineError> {
+        let path = self.req_path(id);
+        let bytes = fs::read(&path).map_err(io(&path, "reading the request"))?;
+        serde_json::from_slice(&bytes).map_err(|e| EngineError::Spool {
+            path,
+            action: "decoding the request",
+            source: std::io::Error::other(e),
+        })
+    }
+
     pub fn put_attempts(&self, id: &str, attempts: u32) -> Result<(), EngineError> {
         self.write_atomic(&self.attempts_path(id), attempts.to_string().as_bytes())
     }

@@ -426,3 +426,29 @@ async fn events_and_metrics_follow_a_job() {
     assert_eq!(st.workers.len(), 1);
     assert_eq!(st.state, EngineState::Running);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn large_payloads_wait_in_the_spool_and_a_lost_one_fails_clearly() {
+    let dir = tempfile::tempdir().unwrap();
+    let (e, log) = start(config(dir.path()));
+    e.pause();
+    let big = |id: &str| {
+        let mut r = porep(id, &quick());
+        r.vanilla_proof.resize(2 << 20, b' '); // still valid JSON, now 2 MiB
+        r
+    };
+    e.submit(big("big")).unwrap();
+    e.submit(big("lost")).unwrap();
+    // Its request is only on disk now; losing the file must fail the job, not hang it.
+    let jobs = dir.path().join("spool/jobs");
+    let lost: String = "lost".bytes().map(|b| format!("{b:02x}")).collect();
+    std::fs::remove_file(jobs.join(format!("{lost}.req"))).unwrap();
+    e.resume();
+    let r = done(&e, "big").await;
+    assert_eq!(r.status, JobStatus::Completed, "{r:?}");
+    assert_eq!(r.proof, b"big");
+    let r = done(&e, "lost").await;
+    assert_eq!(r.status, JobStatus::Failed);
+    assert!(r.error.as_deref().unwrap().contains("could not be read back"), "{r:?}");
+    assert_eq!(log.synthesized.lock().unwrap().as_slice(), ["big"]);
+}
