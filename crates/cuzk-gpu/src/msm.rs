@@ -313,3 +313,21 @@ fn to_host(gpu: &Gpu, xyzz: &DeviceBuffer, count: usize) -> Result<Vec<G1Project
     gpu.download(&mut out, &d_jac)?;
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Windows cover 256 bits (room for the last signed digit's carry) and the segment
+    /// count divides the bucket count, as the kernels assume.
+    #[test]
+    fn window_shapes() {
+        for log in 0..=30 {
+            let c = window_bits(1 << log);
+            assert!((4..=16).contains(&c));
+            assert!(256u32.div_ceil(c) * c >= 256);
+            let half = 1usize << (c - 1);
+            assert_eq!(half % segments(half), 0);
+        }
+    }
+}

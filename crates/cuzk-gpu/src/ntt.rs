@@ -271,3 +271,33 @@ pub(crate) fn coset_quotient(
     });
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The two-level tables give start * base^i at every index the kernels read.
+    #[test]
+    fn power_tables_cover_every_index() {
+        let base = Scalar::from(7u64);
+        let start = Scalar::from(3u64);
+        for log_n in [0u32, 1, 2, 5, 10, 11] {
+            let p = Powers::new(base, start, log_n);
+            for i in 0..1u32 << log_n {
+                let got = p.hi[(i >> p.lo_bits) as usize] * p.lo[(i & p.lo_mask) as usize];
+                assert_eq!(
+                    got,
+                    start * base.pow_vartime([i as u64]),
+                    "log_n {log_n}, i {i}"
+                );
+            }
+        }
+        let c = Powers::constant(start);
+        for i in [0u32, 1, 12345, (1 << 27) - 1] {
+            assert_eq!(
+                c.hi[(i >> c.lo_bits) as usize] * c.lo[(i & c.lo_mask) as usize],
+                start
+            );
+        }
+    }
+}

@@ -27,7 +27,7 @@ fn best<F: FnMut()>(gpu: &GpuBackend, mut f: F) -> (Duration, Duration) {
 #[test]
 #[ignore = "benchmark: run with --ignored on a GPU machine"]
 fn gpu_bench() {
-    let Some(gpu) = gpu() else { return };
+    let Some((gpu, _serial)) = gpu() else { return };
     say("| op | n | gpu total ms | gpu kern ms | cpu ms | cpu/gpu kern | sppark ms |");
     say("|---|---|---|---|---|---|---|");
     for log_n in 20..=24u32 {

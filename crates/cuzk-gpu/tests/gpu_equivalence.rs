@@ -47,7 +47,7 @@ fn assert_arena_empty(gpu: &GpuBackend) {
 
 #[test]
 fn ntt_all_directions_match_cpu() {
-    let Some(gpu) = gpu() else { return };
+    let Some((gpu, _serial)) = gpu() else { return };
     for log_n in 1..=max_log_ntt() {
         let n = 1usize << log_n;
         let input = random_scalars(n, log_n as u64);
@@ -89,7 +89,7 @@ fn ntt_all_directions_match_cpu() {
 
 #[test]
 fn coset_quotient_matches_cpu() {
-    let Some(gpu) = gpu() else { return };
+    let Some((gpu, _serial)) = gpu() else { return };
     for log_n in [0u32, 1, 2, 5, 10, 16, 20] {
         let n = 1usize << log_n;
         let (a, b, c) = (
@@ -133,7 +133,7 @@ fn check_msm(gpu: &GpuBackend, label: &str, bases: &[G1Affine], scalars: &[Scala
 
 #[test]
 fn msm_g1_random_scalars_match_cpu() {
-    let Some(gpu) = gpu() else { return };
+    let Some((gpu, _serial)) = gpu() else { return };
     let mut sizes = vec![1usize, 2, 3, 1000];
     sizes.extend((10..=max_log_msm()).map(|k| 1usize << k));
     let bases = random_bases(*sizes.last().unwrap(), 11);
@@ -151,7 +151,7 @@ fn msm_g1_random_scalars_match_cpu() {
 
 #[test]
 fn msm_g1_special_scalars_match_cpu() {
-    let Some(gpu) = gpu() else { return };
+    let Some((gpu, _serial)) = gpu() else { return };
     let top = 1usize << max_log_msm().min(20);
     let bases = random_bases(top, 12);
     let mut sizes = vec![1usize, 2, 3, 1000, 1 << 10, 1 << 16, top];
@@ -212,7 +212,7 @@ fn msm_g1_special_scalars_match_cpu() {
 
 #[test]
 fn sum_g1_matches_cpu() {
-    let Some(gpu) = gpu() else { return };
+    let Some((gpu, _serial)) = gpu() else { return };
     let top = 1usize << max_log_msm().min(20);
     let bases = with_identities(random_bases(top, 13), 11);
     for n in [0usize, 1, 2, 3, 1000, 1 << 16, top] {
@@ -245,7 +245,7 @@ fn sum_g1_matches_cpu() {
 
 #[test]
 fn over_budget_is_an_error_and_leaves_the_arena_empty() {
-    let Some(_) = gpu() else { return };
+    let Some((_, _serial)) = gpu() else { return };
     let small =
         GpuBackend::open(0, VramBudget::Bytes(1 << 20)).expect("second handle on the device");
     let n = 1 << 16;
@@ -269,5 +269,33 @@ fn over_budget_is_an_error_and_leaves_the_arena_empty() {
     say(&format!(
         "over-budget: refused cleanly ({err}); arena {:?}",
         small.arena_counters()
+    ));
+}
+
+#[test]
+fn driver_free_memory_returns_to_its_start() {
+    let Some((gpu, _serial)) = gpu() else { return };
+    let (free0, _) = gpu.mem_info().unwrap();
+    let n = 1 << 16;
+    let bases = random_bases(n, 20);
+    for round in 0..10 {
+        let mut v = random_scalars(n, round);
+        gpu.ntt(&mut v, NttDirection::CosetForward).unwrap();
+        gpu.msm_g1(&bases, Selection::All, &porep_scalars(n, round))
+            .unwrap();
+        gpu.sum_g1(&bases, Selection::All).unwrap();
+        // a bad request in between fails alone
+        assert!(gpu.msm_g1(&bases, Selection::All, &v[..10]).is_err());
+    }
+    let (free1, _) = gpu.mem_info().unwrap();
+    assert_arena_empty(gpu);
+    let drift = free0.abs_diff(free1);
+    assert!(
+        drift <= 1 << 20,
+        "driver free memory moved by {drift} bytes ({free0} -> {free1})"
+    );
+    say(&format!(
+        "memory: 40 calls + 10 refused; driver free memory {free0} -> {free1} bytes, arena {:?}",
+        gpu.arena_counters()
     ));
 }

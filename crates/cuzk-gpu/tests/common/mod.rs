@@ -2,7 +2,7 @@
 //! Shared by the GPU test binaries: one backend per process, visible skips, fast inputs.
 
 use std::io::Write;
-use std::sync::OnceLock;
+use std::sync::{Mutex, MutexGuard, OnceLock};
 
 use blstrs::{G1Affine, G1Projective, Scalar};
 use cuzk_gpu::GpuBackend;
@@ -17,8 +17,16 @@ pub fn say(msg: &str) {
     let _ = writeln!(std::io::stderr(), "{msg}");
 }
 
-/// The process's GPU backend, or None after printing why the test is skipped.
-pub fn gpu() -> Option<&'static GpuBackend> {
+/// The process's GPU backend and a guard that keeps the GPU tests of this process one at a
+/// time (timings and the driver's free-memory figure stay meaningful), or None after
+/// printing why the test is skipped.
+pub fn gpu() -> Option<(&'static GpuBackend, MutexGuard<'static, ()>)> {
+    static SERIAL: Mutex<()> = Mutex::new(());
+    let b = backend()?;
+    Some((b, SERIAL.lock().unwrap_or_else(|p| p.into_inner())))
+}
+
+fn backend() -> Option<&'static GpuBackend> {
     static GPU: OnceLock<Result<GpuBackend, String>> = OnceLock::new();
     let b = GPU.get_or_init(|| {
         GpuBackend::new().map_err(|e| e.to_string()).inspect(|b| {
