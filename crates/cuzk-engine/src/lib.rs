@@ -18,6 +18,11 @@
 //! the CPU; the budget, not a job count, bounds the lookahead, because a 32 GiB PoRep and a
 //! WinningPoSt differ by orders of magnitude in memory.
 //!
+//! Today's PoRep runner ([`PoRepRunner`]) can only split off parsing and checking as its
+//! synthesis stage: cuzk-filecoin's `prove_porep_c2` synthesizes and proves partition by
+//! partition in one call. The engine's lookahead pays off fully once cuzk-filecoin exposes
+//! per-partition synthesis; the scheduling around it is already in place and tested.
+//!
 //! # Use
 //!
 //! ```no_run
@@ -45,6 +50,8 @@
 //!   next start, or fails with a message once interrupted `max_attempts` times. A result is
 //!   written before the request is removed.
 //! - One request id, one job: a known id attaches to its job or stored result.
+//! - Large payloads wait in the spool, not in memory; only jobs being planned or
+//!   synthesized hold theirs.
 //! - Priority is strict: a queued job never starts before a queued job of higher priority,
 //!   nor before an earlier one of the same priority (also across restarts: the spool keeps
 //!   the acceptance order). A job that does not fit the memory budget waits at the head.
