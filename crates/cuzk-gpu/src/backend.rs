@@ -1,7 +1,7 @@
 //! [`GpuBackend`]: the `cuzk_groth16::Backend` trait on one GPU.
 
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
-use cuzk_groth16::backend::ntt_log_size;
+use cuzk_groth16::backend::{check_msm_args, check_quotient_args, ntt_log_size};
 use cuzk_groth16::{Backend, BackendError, CpuBackend, NttDirection, Selection};
 use rayon::prelude::*;
 
@@ -85,12 +85,7 @@ impl Backend for GpuBackend {
         b: &[Scalar],
         c: &[Scalar],
     ) -> Result<(), BackendError> {
-        if b.len() != a.len() || c.len() != a.len() {
-            return Err(BackendError::LengthMismatch {
-                bases: a.len(),
-                scalars: b.len().min(c.len()),
-            });
-        }
+        check_quotient_args(a.len(), b.len(), c.len())?;
         ntt::coset_quotient(&self.gpu, a, b, c).map_err(unavailable)
     }
 
@@ -100,14 +95,7 @@ impl Backend for GpuBackend {
         selection: Selection<'_>,
         scalars: &[Scalar],
     ) -> Result<G1Projective, BackendError> {
-        selection.check(bases.len())?;
-        let n = selection.len(bases.len());
-        if n != scalars.len() {
-            return Err(BackendError::LengthMismatch {
-                bases: n,
-                scalars: scalars.len(),
-            });
-        }
+        check_msm_args(bases.len(), selection, scalars.len())?;
         msm::msm_g1(&self.gpu, &gather(bases, selection), scalars).map_err(unavailable)
     }
 

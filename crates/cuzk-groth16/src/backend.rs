@@ -112,6 +112,25 @@ pub trait Backend: Send + Sync {
         -> Result<G2Projective, BackendError>;
 }
 
+/// Checks an MSM's arguments: every selected index in range, one scalar per selected base.
+/// Backends call this first so that all of them refuse the same inputs the same way.
+pub fn check_msm_args(bases: usize, selection: Selection<'_>, scalars: usize) -> Result<(), BackendError> {
+    selection.check(bases)?;
+    let n = selection.len(bases);
+    if n != scalars {
+        return Err(BackendError::LengthMismatch { bases: n, scalars });
+    }
+    Ok(())
+}
+
+/// Checks the coset quotient's arguments: a, b, c of one length.
+pub fn check_quotient_args(a: usize, b: usize, c: usize) -> Result<(), BackendError> {
+    if b != a || c != a {
+        return Err(BackendError::LengthMismatch { bases: a, scalars: b.min(c) });
+    }
+    Ok(())
+}
+
 /// log2 of an NTT size, or an error if it is not a supported power of two.
 pub fn ntt_log_size(n: usize) -> Result<u32, BackendError> {
     if n == 0 || !n.is_power_of_two() || n.trailing_zeros() > Scalar::S {

@@ -7,7 +7,7 @@ use ff::{Field, PrimeField};
 use rayon::prelude::*;
 
 use crate::backend::{
-    coset_generator, ntt_log_size, root_of_unity, vanishing_inverse_on_coset, Backend,
+    check_msm_args, check_quotient_args, coset_generator, ntt_log_size, root_of_unity, vanishing_inverse_on_coset, Backend,
     BackendError, NttDirection, Selection,
 };
 
@@ -49,12 +49,7 @@ impl Backend for CpuBackend {
         b: &[Scalar],
         c: &[Scalar],
     ) -> Result<(), BackendError> {
-        if b.len() != a.len() || c.len() != a.len() {
-            return Err(BackendError::LengthMismatch {
-                bases: a.len(),
-                scalars: b.len().min(c.len()),
-            });
-        }
+        check_quotient_args(a.len(), b.len(), c.len())?;
         let z_inv = vanishing_inverse_on_coset(a.len());
         a.par_iter_mut()
             .zip(b.par_iter().zip(c.par_iter()))
@@ -322,14 +317,8 @@ fn msm<B: BlstGroup>(
     selection: Selection<'_>,
     scalars: &[Scalar],
 ) -> Result<B::Proj, BackendError> {
-    selection.check(bases.len())?;
-    let n = selection.len(bases.len());
-    if n != scalars.len() {
-        return Err(BackendError::LengthMismatch {
-            bases: n,
-            scalars: scalars.len(),
-        });
-    }
+    check_msm_args(bases.len(), selection, scalars.len())?;
+    let n = scalars.len();
     let chunk = msm_chunk(n);
     let parts: Vec<B::Proj> = (0..n)
         .into_par_iter()
