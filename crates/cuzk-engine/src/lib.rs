@@ -18,10 +18,12 @@
 //! the CPU; the budget, not a job count, bounds the lookahead, because a 32 GiB PoRep and a
 //! WinningPoSt differ by orders of magnitude in memory.
 //!
-//! Today's PoRep runner ([`PoRepRunner`]) can only split off parsing and checking as its
-//! synthesis stage: cuzk-filecoin's `prove_porep_c2` synthesizes and proves partition by
-//! partition in one call. The engine's lookahead pays off fully once cuzk-filecoin exposes
-//! per-partition synthesis; the scheduling around it is already in place and tested.
+//! The PoRep runner ([`PoRepRunner`]) uses cuzk-filecoin's staged `PoRepJob`: its synthesis
+//! stage checks the input and synthesizes partition 0 (so a single-partition proof, and the
+//! first partition of a multi-partition one, is synthesized while another job proves); the
+//! proving stage proves partition 0, then synthesizes and proves the others one at a time,
+//! holding one witness at a time. Overlapping partition k + 1's synthesis with partition k's
+//! proof inside one job is the next step (it needs two witnesses' worth of reservation).
 //!
 //! # Use
 //!

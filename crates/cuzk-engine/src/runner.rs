@@ -24,8 +24,8 @@ use std::time::{Duration, Instant};
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use cuzk_filecoin::c1::REGISTERED_SEAL_PROOFS;
 use cuzk_filecoin::params::{seal_params_path, use_proof_dirs};
-use cuzk_filecoin::{parse_c1, prove_porep_c2, prover_id_from_miner, C1Input, SectorIdentity};
-use cuzk_groth16::{Backend, BackendError, NttDirection, Selection, Srs, SrsShape};
+use cuzk_filecoin::{parse_c1, prover_id_from_miner, C1Input, PoRepError, PoRepJob, SectorIdentity};
+use cuzk_groth16::{Backend, BackendError, NttDirection, PartitionWitness, Selection, Srs, SrsShape};
 
 use crate::error::RunError;
 use crate::job::{JobRequest, ProofKind};
@@ -259,9 +259,26 @@ pub struct PoRepRunner {
     param_dir: PathBuf,
 }
 
+/// What the PoRep synthesis stage hands to proving: the checked job and partition 0's
+/// witness, synthesized ahead under the job's memory reservation (one partition's
+/// footprint). Later partitions are synthesized one at a time while proving, so the job never
+/// holds more than one witness.
 struct PoRepWork {
-    c1: C1Input,
+    job: PoRepJob,
     id: SectorIdentity,
+    first: PartitionWitness,
+    first_synthesis: Duration,
+}
+
+fn porep_error(e: PoRepError, cancel: &CancelToken) -> RunError {
+    if cancel.is_cancelled() {
+        RunError::Cancelled
+    } else {
+        match e {
+            PoRepError::BadInput(_) | PoRepError::Unsatisfied { .. } => RunError::BadRequest(e.to_string()),
+            other => RunError::Prove(other.to_string()),
+        }
+    }
 }
 
 impl PoRepRunner {
@@ -353,7 +370,16 @@ impl ProofRunner for PoRepRunner {
             prover_id: prover_id_from_miner(request.miner_id),
             sector_id,
         };
-        Ok(Synthesized(Box::new(PoRepWork { c1, id })))
+        let job = PoRepJob::new(&c1).map_err(|e| porep_error(e, cancel))?;
+        drop(c1);
+        cancel.check()?;
+        let (first, t) = job.synthesize(0).map_err(|e| porep_error(e, cancel))?;
+        Ok(Synthesized(Box::new(PoRepWork {
+            job,
+            id,
+            first,
+            first_synthesis: t.circuit + t.synthesis,
+        })))
     }
 
     fn prove(&self, work: Synthesized, ctx: ProveContext<'_>) -> Result<ProofOutput, RunError> {
@@ -365,16 +391,31 @@ impl ProofRunner for PoRepRunner {
         let srs = ctx
             .srs
             .ok_or_else(|| RunError::Prove("internal: PoRep proving needs parameters".into()))?;
-        let (proof, t) = prove_porep_c2(&work.c1, work.id, srs, ctx.backend).map_err(|e| {
-            if ctx.cancel.is_cancelled() {
-                RunError::Cancelled
-            } else {
-                RunError::Prove(e.to_string())
-            }
-        })?;
+        let PoRepWork { job, id, first, first_synthesis } = *work;
+        let mut synthesis = first_synthesis;
+        let mut proofs = Vec::with_capacity(job.partitions());
+        let mut witness = Some(first);
+        for k in 0..job.partitions() {
+            ctx.cancel.check()?;
+            let w = match witness.take() {
+                Some(w) => w,
+                None => {
+                    let (w, t) = job.synthesize(k).map_err(|e| porep_error(e, ctx.cancel))?;
+                    synthesis += t.circuit + t.synthesis;
+                    w
+                }
+            };
+            let (r, s) = cuzk_groth16::prover::random_blinding(&mut rand::rngs::OsRng);
+            let (proof, _) = cuzk_groth16::prove(ctx.backend, srs, w, r, s).map_err(|e| {
+                porep_error(PoRepError::Prove { partition: k, source: e }, ctx.cancel)
+            })?;
+            proofs.push(proof);
+        }
+        ctx.cancel.check()?;
+        let (proof, t) = job.finish(&proofs, id).map_err(|e| porep_error(e, ctx.cancel))?;
         Ok(ProofOutput {
             proof,
-            synthesis: t.circuits + t.synthesis,
+            synthesis,
             verify: t.verify,
         })
     }

@@ -15,4 +15,4 @@ pub mod params;
 pub mod porep;
 
 pub use c1::{parse_c1, C1Error, C1Input};
-pub use porep::{prove_porep_c2, prove_porep_c2_with, prover_id_from_miner, Blinding, verify_porep_c2, PoRepError, PoRepTimings, SectorIdentity};
+pub use porep::{prove_porep_c2, prove_porep_c2_with, prover_id_from_miner, Blinding, PoRepJob, verify_porep_c2, PoRepError, PoRepTimings, SectorIdentity};

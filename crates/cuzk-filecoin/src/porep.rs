@@ -119,8 +119,231 @@ pub fn prove_porep_c2_with(
     backend: &dyn Backend,
     blinding: &Blinding,
 ) -> Result<(Vec<u8>, PoRepTimings), PoRepError> {
-    let size = u64::from(c1.registered_proof().sector_size());
-    with_shape!(size, prove_shape, &c1.output, id, srs, backend, blinding)
+    let job = PoRepJob::new(c1)?;
+    if let Blinding::Fixed(pairs) = blinding {
+        if pairs.len() != job.partitions() {
+            return Err(PoRepError::BadInput(format!(
+                "{} blinding pairs for {} partitions",
+                pairs.len(),
+                job.partitions()
+            )));
+        }
+    }
+    let mut t = PoRepTimings::default();
+    // One partition at a time: synthesis and proof of partition k hold one witness in memory.
+    let mut proofs = Vec::with_capacity(job.partitions());
+    for k in 0..job.partitions() {
+        let (witness, st) = job.synthesize(k)?;
+        t.circuits += st.circuit;
+        t.synthesis += st.synthesis;
+        let (r, s) = match blinding {
+            Blinding::Random => cuzk_groth16::prover::random_blinding(&mut OsRng),
+            Blinding::Fixed(pairs) => pairs[k],
+        };
+        let (proof, pt) =
+            prove(backend, srs, witness, r, s).map_err(|source| PoRepError::Prove { partition: k, source })?;
+        t.prove.accumulate(&pt);
+        proofs.push(proof);
+    }
+    t.partitions = proofs.len();
+    let (bytes, ft) = job.finish(&proofs, id)?;
+    t.aggregate = ft.aggregate;
+    t.verify = ft.verify;
+    Ok((bytes, t))
+}
+
+/// Time of one partition's synthesis.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SynthesisTimings {
+    /// Building the circuit from the vanilla proof.
+    pub circuit: Duration,
+    /// Synthesis into the witness, and the satisfaction check.
+    pub synthesis: Duration,
+}
+
+/// Time of the last step: NI-PoRep aggregation and verification.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct FinishTimings {
+    pub aggregate: Duration,
+    pub verify: Duration,
+}
+
+/// A PoRep C2 split into its stages, so that a scheduler can synthesize partition k + 1 on
+/// the CPU while partition k is proved, and hold as many witnesses as its memory allows:
+/// [`PoRepJob::new`] checks the input, [`PoRepJob::synthesize`] makes one partition's
+/// witness, [`PoRepJob::finish`] turns the partition proofs into the output bytes and
+/// verifies them. [`prove_porep_c2`] is these stages in order.
+pub struct PoRepJob {
+    shape: Box<dyn ShapeJob>,
+    c1: SealCommitPhase1Output,
+}
+
+impl std::fmt::Debug for PoRepJob {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PoRepJob")
+            .field("registered_proof", &self.c1.registered_proof)
+            .field("partitions", &self.shape.partitions())
+            .finish()
+    }
+}
+
+impl PoRepJob {
+    /// Checks the C1 output and prepares its partition circuits' inputs.
+    pub fn new(c1: &C1Input) -> Result<PoRepJob, PoRepError> {
+        let size = u64::from(c1.registered_proof().sector_size());
+        let shape = with_shape!(size, shape_job, &c1.output)?;
+        Ok(PoRepJob { shape, c1: c1.output.clone() })
+    }
+
+    pub fn partitions(&self) -> usize {
+        self.shape.partitions()
+    }
+
+    /// Partition `k`'s witness, checked to satisfy its circuit (a tampered C1 output stops
+    /// here, before any proving).
+    pub fn synthesize(&self, k: usize) -> Result<(PartitionWitness, SynthesisTimings), PoRepError> {
+        if k >= self.partitions() {
+            return Err(PoRepError::BadInput(format!(
+                "partition {k} asked of a proof with {} partitions",
+                self.partitions()
+            )));
+        }
+        self.shape.synthesize(k)
+    }
+
+    /// The output bytes from all partition proofs, in order, exactly as filecoin-proofs'
+    /// `seal_commit_phase2` writes them, verified with `verify_seal`.
+    pub fn finish(&self, proofs: &[Proof], id: SectorIdentity) -> Result<(Vec<u8>, FinishTimings), PoRepError> {
+        if proofs.len() != self.partitions() {
+            return Err(PoRepError::BadInput(format!(
+                "{} partition proofs for {} partitions",
+                proofs.len(),
+                self.partitions()
+            )));
+        }
+        let mut t = FinishTimings::default();
+        let start = Instant::now();
+        let bytes = self.shape.output(Proof::concat(proofs), &self.c1)?;
+        t.aggregate = start.elapsed();
+        let start = Instant::now();
+        let ok = verify_porep_c2(&self.c1, id, &bytes)?;
+        t.verify = start.elapsed();
+        if !ok {
+            return Err(PoRepError::DoesNotVerify);
+        }
+        Ok((bytes, t))
+    }
+}
+
+/// The sector-shape-specific part of a [`PoRepJob`] (filecoin-proofs' types are generic over
+/// the Merkle tree shape; this erases it).
+trait ShapeJob: Send + Sync {
+    fn partitions(&self) -> usize;
+    fn synthesize(&self, k: usize) -> Result<(PartitionWitness, SynthesisTimings), PoRepError>;
+    /// Partition proofs (concatenated) to output bytes: as they are, or aggregated (NI-PoRep).
+    fn output(&self, proofs: Vec<u8>, c1: &SealCommitPhase1Output) -> Result<Vec<u8>, PoRepError>;
+}
+
+type Compound<Tree> = StackedCompound<Tree, DefaultPieceHasher>;
+type Drg<Tree> = StackedDrg<'static, Tree, DefaultPieceHasher>;
+
+struct Shaped<Tree: 'static + MerkleTreeTrait> {
+    config: PoRepConfig,
+    vanilla: Vec<Vec<stacked::Proof<Tree, DefaultPieceHasher>>>,
+    public_inputs: stacked::PublicInputs<<Tree::Hasher as Hasher>::Domain, DefaultPieceDomain>,
+    vanilla_params: stacked::PublicParams<Tree>,
+}
+
+fn shape_job<Tree: 'static + MerkleTreeTrait>(
+    c1: &SealCommitPhase1Output,
+) -> Result<Box<dyn ShapeJob>, PoRepError> {
+    let bad = |e: anyhow::Error| PoRepError::BadInput(format!("{e:#}"));
+    let proof_type: RegisteredSealProof = c1.registered_proof;
+    let config: PoRepConfig = proof_type.as_v1_config();
+    if c1.comm_d == [0; 32] || c1.comm_r == [0; 32] {
+        return Err(PoRepError::BadInput("all-zero comm_d or comm_r".into()));
+    }
+    if c1.seed == [0; 32] {
+        return Err(PoRepError::BadInput("all-zero PoRep challenge seed".into()));
+    }
+    let vanilla: Vec<Vec<stacked::Proof<Tree, DefaultPieceHasher>>> =
+        c1.vanilla_proofs.clone().try_into().map_err(bad)?;
+    if vanilla.is_empty() || vanilla.iter().any(|p| p.is_empty()) {
+        return Err(PoRepError::BadInput("no vanilla proofs".into()));
+    }
+    if vanilla.len() != usize::from(config.partitions) {
+        return Err(PoRepError::BadInput(format!(
+            "{} partitions of vanilla proofs, {proof_type:?} has {}",
+            vanilla.len(),
+            usize::from(config.partitions)
+        )));
+    }
+    let replica_fr: Fr = c1.replica_id.into();
+    let public_inputs = stacked::PublicInputs {
+        replica_id: replica_fr.into(),
+        tau: Some(stacked::Tau {
+            comm_d: DefaultPieceDomain::try_from_bytes(&c1.comm_d).map_err(bad)?,
+            comm_r: as_safe_commitment(&c1.comm_r, "comm_r").map_err(bad)?,
+        }),
+        k: None,
+        seed: Some(c1.seed),
+    };
+    let setup = compound_proof::SetupParams {
+        vanilla_params: setup_params(&config).map_err(bad)?,
+        partitions: Some(usize::from(config.partitions)),
+        priority: false,
+    };
+    let public_params =
+        <Compound<Tree> as CompoundProof<Drg<Tree>, _>>::setup(&setup).map_err(bad)?;
+    Ok(Box::new(Shaped {
+        config,
+        vanilla,
+        public_inputs,
+        vanilla_params: public_params.vanilla_params,
+    }))
+}
+
+impl<Tree: 'static + MerkleTreeTrait> ShapeJob for Shaped<Tree> {
+    fn partitions(&self) -> usize {
+        self.vanilla.len()
+    }
+
+    fn synthesize(&self, k: usize) -> Result<(PartitionWitness, SynthesisTimings), PoRepError> {
+        let mut t = SynthesisTimings::default();
+        let start = Instant::now();
+        let circuit = <Compound<Tree> as CompoundProof<Drg<Tree>, _>>::circuit(
+            &self.public_inputs,
+            Default::default(),
+            &self.vanilla[k],
+            &self.vanilla_params,
+            Some(k),
+        )
+        .map_err(|e| PoRepError::Circuit { partition: k, reason: format!("{e:#}") })?;
+        t.circuit = start.elapsed();
+
+        let start = Instant::now();
+        let witness = PartitionWitness::synthesize(circuit)
+            .map_err(|e| PoRepError::Synthesis { partition: k, reason: e.to_string() })?;
+        if let Some(constraint) = witness.first_unsatisfied() {
+            return Err(PoRepError::Unsatisfied { partition: k, constraint });
+        }
+        t.synthesis = start.elapsed();
+        Ok((witness, t))
+    }
+
+    fn output(&self, proofs: Vec<u8>, c1: &SealCommitPhase1Output) -> Result<Vec<u8>, PoRepError> {
+        if !self.config.feature_enabled(ApiFeature::NonInteractivePoRep) {
+            return Ok(proofs);
+        }
+        filecoin_proofs::aggregate_seal_commit_proofs::<Tree>(
+            &self.config,
+            &[c1.comm_r],
+            &[c1.seed],
+            &[SealCommitOutput { proof: proofs }],
+            bellperson::groth16::aggregate::AggregateVersion::V2,
+        )
+        .map_err(|e| PoRepError::Aggregate(format!("{e:#}")))
+    }
 }
 
 /// Verifies C2 output bytes with filecoin-proofs, as the chain would.
@@ -140,131 +363,4 @@ pub fn verify_porep_c2(
         proof,
     )
     .map_err(|e| PoRepError::Verify(format!("{e:#}")))
-}
-
-fn prove_shape<Tree: 'static + MerkleTreeTrait>(
-    c1: &SealCommitPhase1Output,
-    id: SectorIdentity,
-    srs: &Srs,
-    backend: &dyn Backend,
-    blinding: &Blinding,
-) -> Result<(Vec<u8>, PoRepTimings), PoRepError> {
-    let bad = |e: anyhow::Error| PoRepError::BadInput(format!("{e:#}"));
-    let proof_type: RegisteredSealProof = c1.registered_proof;
-    let config: PoRepConfig = proof_type.as_v1_config();
-    let mut t = PoRepTimings::default();
-
-    if c1.comm_d == [0; 32] || c1.comm_r == [0; 32] {
-        return Err(PoRepError::BadInput("all-zero comm_d or comm_r".into()));
-    }
-    if c1.seed == [0; 32] {
-        return Err(PoRepError::BadInput("all-zero PoRep challenge seed".into()));
-    }
-    let vanilla: Vec<Vec<stacked::Proof<Tree, DefaultPieceHasher>>> =
-        c1.vanilla_proofs.clone().try_into().map_err(bad)?;
-    if vanilla.is_empty() || vanilla.iter().any(|p| p.is_empty()) {
-        return Err(PoRepError::BadInput("no vanilla proofs".into()));
-    }
-    if vanilla.len() != usize::from(config.partitions) {
-        return Err(PoRepError::BadInput(format!(
-            "{} partitions of vanilla proofs, {proof_type:?} has {}",
-            vanilla.len(),
-            usize::from(config.partitions)
-        )));
-    }
-    if let Blinding::Fixed(pairs) = blinding {
-        if pairs.len() != vanilla.len() {
-            return Err(PoRepError::BadInput(format!(
-                "{} blinding pairs for {} partitions",
-                pairs.len(),
-                vanilla.len()
-            )));
-        }
-    }
-    let replica_fr: Fr = c1.replica_id.into();
-    let public_inputs = stacked::PublicInputs::<
-        <Tree::Hasher as Hasher>::Domain,
-        DefaultPieceDomain,
-    > {
-        replica_id: replica_fr.into(),
-        tau: Some(stacked::Tau {
-            comm_d: DefaultPieceDomain::try_from_bytes(&c1.comm_d).map_err(bad)?,
-            comm_r: as_safe_commitment(&c1.comm_r, "comm_r").map_err(bad)?,
-        }),
-        k: None,
-        seed: Some(c1.seed),
-    };
-    let setup = compound_proof::SetupParams {
-        vanilla_params: setup_params(&config).map_err(bad)?,
-        partitions: Some(usize::from(config.partitions)),
-        priority: false,
-    };
-    let public_params = <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<
-        StackedDrg<'_, Tree, DefaultPieceHasher>,
-        _,
-    >>::setup(&setup)
-    .map_err(bad)?;
-
-    // One partition at a time: synthesis and proof of partition k hold one witness in memory.
-    let mut proofs: Vec<Proof> = Vec::with_capacity(vanilla.len());
-    for (k, partition) in vanilla.iter().enumerate() {
-        let start = Instant::now();
-        let circuit = <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<
-            StackedDrg<'_, Tree, DefaultPieceHasher>,
-            _,
-        >>::circuit(
-            &public_inputs,
-            Default::default(),
-            partition,
-            &public_params.vanilla_params,
-            Some(k),
-        )
-        .map_err(|e| PoRepError::Circuit {
-            partition: k,
-            reason: format!("{e:#}"),
-        })?;
-        t.circuits += start.elapsed();
-
-        let start = Instant::now();
-        let witness = PartitionWitness::synthesize(circuit).map_err(|e| PoRepError::Synthesis {
-            partition: k,
-            reason: e.to_string(),
-        })?;
-        if let Some(constraint) = witness.first_unsatisfied() {
-            return Err(PoRepError::Unsatisfied { partition: k, constraint });
-        }
-        t.synthesis += start.elapsed();
-
-        let (r, s) = match blinding {
-            Blinding::Random => cuzk_groth16::prover::random_blinding(&mut OsRng),
-            Blinding::Fixed(pairs) => pairs[k],
-        };
-        let (proof, pt) = prove(backend, srs, witness, r, s)
-            .map_err(|source| PoRepError::Prove { partition: k, source })?;
-        t.prove.accumulate(&pt);
-        proofs.push(proof);
-    }
-    t.partitions = proofs.len();
-    let mut bytes = Proof::concat(&proofs);
-
-    if config.feature_enabled(ApiFeature::NonInteractivePoRep) {
-        let start = Instant::now();
-        bytes = filecoin_proofs::aggregate_seal_commit_proofs::<Tree>(
-            &config,
-            &[c1.comm_r],
-            &[c1.seed],
-            &[SealCommitOutput { proof: bytes }],
-            bellperson::groth16::aggregate::AggregateVersion::V2,
-        )
-        .map_err(|e| PoRepError::Aggregate(format!("{e:#}")))?;
-        t.aggregate = start.elapsed();
-    }
-
-    let start = Instant::now();
-    let ok = verify_porep_c2(c1, id, &bytes)?;
-    t.verify = start.elapsed();
-    if !ok {
-        return Err(PoRepError::DoesNotVerify);
-    }
-    Ok((bytes, t))
 }

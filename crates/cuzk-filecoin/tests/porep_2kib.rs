@@ -131,3 +131,14 @@ fn malformed_c1_inputs_each_get_their_own_error() {
     let e = parse_c1(br#"{"SectorNum":1,"Phase1Out":"@@@not base64","SectorSize":2048}"#).unwrap_err();
     assert!(matches!(e, C1Error::BadEnvelope(ref m) if m.contains("base64")), "{e}");
 }
+
+#[test]
+fn staged_job_refuses_partitions_and_proof_counts_it_does_not_have() {
+    let s = shared();
+    let job = cuzk_filecoin::PoRepJob::new(&parse_c1(&s.c1_json).unwrap()).unwrap();
+    assert_eq!(job.partitions(), 1);
+    let e = job.synthesize(1).unwrap_err();
+    assert!(matches!(e, PoRepError::BadInput(ref m) if m.contains("partition 1")), "{e}");
+    let e = job.finish(&[], s.fixture.identity()).unwrap_err();
+    assert!(matches!(e, PoRepError::BadInput(ref m) if m.contains("0 partition proofs")), "{e}");
+}
