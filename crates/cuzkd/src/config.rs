@@ -1,0 +1,187 @@
+//! cuzkd's configuration: TOML, every key documented in the README. A missing file means
+//! defaults; an unknown key is an error naming it (a typo must not silently fall back to a
+//! default on a proving farm). Keys that mean the same as in the upstream daemon keep its
+//! names (`[daemon] listen`, `[srs] param_cache`, `[gpus] devices`,
+//! `[gpus] gpu_workers_per_device`).
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+/// The default configuration file.
+pub const DEFAULT_CONFIG: &str = "/etc/cuzk/cuzk.toml";
+
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    pub daemon: DaemonConfig,
+    pub srs: SrsConfig,
+    pub gpus: GpusConfig,
+    pub engine: EngineSettings,
+}
+
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct DaemonConfig {
+    /// Where to listen when systemd passes no socket: `unix:///path` or `host:port`.
+    pub listen: String,
+    /// Spool and results (the service's StateDirectory).
+    pub state_dir: PathBuf,
+    /// Largest gRPC message either way, bytes.
+    pub max_message_bytes: usize,
+    /// On SIGTERM, how long running work may take to finish before it is left in the spool.
+    pub drain_timeout_secs: u64,
+}
+
+impl Default for DaemonConfig {
+    fn default() -> Self {
+        DaemonConfig {
+            listen: "unix:///run/cuzk/cuzk.sock".into(),
+            state_dir: "/var/lib/cuzk".into(),
+            max_message_bytes: cuzk_proto::DEFAULT_MAX_MESSAGE_BYTES,
+            drain_timeout_secs: 60,
+        }
+    }
+}
+
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct SrsConfig {
+    /// Directory of the Groth16 parameter files, by Filecoin's naming.
+    pub param_cache: PathBuf,
+    /// SDR parent cache directory (FIL_PROOFS_PARENT_CACHE); unset: filecoin-proofs' default.
+    pub parent_cache: Option<PathBuf>,
+}
+
+impl Default for SrsConfig {
+    fn default() -> Self {
+        SrsConfig {
+            param_cache: "/var/tmp/filecoin-proof-parameters".into(),
+            parent_cache: None,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum BackendChoice {
+    /// Every listed GPU when usable, else the CPU (said in the log).
+    #[default]
+    Auto,
+    Gpu,
+    Cpu,
+}
+
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct GpusConfig {
+    pub backend: BackendChoice,
+    /// GPU ordinals to use; empty: device 0.
+    pub devices: Vec<usize>,
+    pub gpu_workers_per_device: usize,
+}
+
+impl Default for GpusConfig {
+    fn default() -> Self {
+        GpusConfig {
+            backend: BackendChoice::Auto,
+            devices: vec![],
+            gpu_workers_per_device: 1,
+        }
+    }
+}
+
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct EngineSettings {
+    /// Threads that synthesize ahead of proving; unset: the engine's default.
+    pub synthesis_workers: Option<usize>,
+    /// Host memory synthesized and proving jobs may hold, bytes; unset: 3/4 of RAM.
+    pub host_memory_budget_bytes: Option<u64>,
+    /// Seconds a result is kept when nobody fetches it; unset: the engine's default.
+    pub result_ttl_secs: Option<u64>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("config {path}: {source}")]
+    Read {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("config {path}: {message}")]
+    Parse { path: String, message: String },
+    #[error("config {path}: {message}")]
+    Invalid { path: String, message: String },
+}
+
+impl Config {
+    /// Reads `path`; a missing file gives the defaults.
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        let shown = path.display().to_string();
+        let text = match std::fs::read_to_string(path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Config::default()),
+            Err(source) => return Err(ConfigError::Read { path: shown, source }),
+        };
+        Config::parse(&text, &shown)
+    }
+
+    pub fn parse(text: &str, path: &str) -> Result<Config, ConfigError> {
+        let config: Config = toml::from_str(text).map_err(|e| ConfigError::Parse {
+            path: path.to_string(),
+            message: e.to_string().trim().to_string(),
+        })?;
+        let invalid = |message: String| ConfigError::Invalid { path: path.to_string(), message };
+        if config.gpus.gpu_workers_per_device == 0 {
+            return Err(invalid("[gpus] gpu_workers_per_device must be at least 1".into()));
+        }
+        config
+            .daemon
+            .listen
+            .parse::<cuzk_proto::Address>()
+            .map_err(|e| invalid(format!("[daemon] listen: {e}")))?;
+        if config.daemon.max_message_bytes < 4 << 20 {
+            return Err(invalid(format!(
+                "[daemon] max_message_bytes = {} is below 4 MiB; a PoRep C1 output needs far more",
+                config.daemon.max_message_bytes
+            )));
+        }
+        Ok(config)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn missing_file_means_defaults() {
+        let c = Config::load(Path::new("/nonexistent/cuzk.toml")).unwrap();
+        assert_eq!(c, Config::default());
+        assert_eq!(c.daemon.max_message_bytes, 256 << 20);
+    }
+
+    #[test]
+    fn keys_are_read_and_unknown_ones_are_named() {
+        let c = Config::parse(
+            "[daemon]\nlisten = \"127.0.0.1:9820\"\nstate_dir = \"/tmp/s\"\n[srs]\nparam_cache = \"/p\"\n\
+             [gpus]\ndevices = [0, 1]\ngpu_workers_per_device = 2\nbackend = \"cpu\"\n",
+            "t.toml",
+        )
+        .unwrap();
+        assert_eq!(c.gpus.devices, vec![0, 1]);
+        assert_eq!(c.gpus.backend, BackendChoice::Cpu);
+        assert_eq!(c.srs.param_cache, PathBuf::from("/p"));
+
+        let e = Config::parse("[gpus]\ngpu_worker_per_device = 2\n", "t.toml").unwrap_err();
+        assert!(e.to_string().contains("gpu_worker_per_device") && e.to_string().contains("t.toml"), "{e}");
+        let e = Config::parse("[deamon]\n", "t.toml").unwrap_err();
+        assert!(e.to_string().contains("deamon"), "{e}");
+        let e = Config::parse("[daemon]\nlisten = \"nowhere\"\n", "t.toml").unwrap_err();
+        assert!(e.to_string().contains("[daemon] listen"), "{e}");
+        let e = Config::parse("[gpus]\ngpu_workers_per_device = 0\n", "t.toml").unwrap_err();
+        assert!(e.to_string().contains("at least 1"), "{e}");
+    }
+}

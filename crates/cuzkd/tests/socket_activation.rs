@@ -1,0 +1,168 @@
+//! cuzkd for real: started by `systemd-socket-activate` (it takes its socket from
+//! LISTEN_FDS), reporting READY=1, STATUS= and STOPPING=1 to a NOTIFY_SOCKET owned by the
+//! test, proving the 2 KiB PoRep fixture over gRPC (the proof verifies with filecoin-proofs),
+//! refusing bad requests alone, and draining on SIGTERM.
+
+use std::os::unix::net::UnixDatagram;
+use std::path::Path;
+use std::process::{Child, Command};
+use std::time::{Duration, Instant};
+
+use cuzk_filecoin::fixture::{default_fixture_dir, ensure_fixture};
+use cuzk_proto::v1::{await_proof_response::Status, *};
+use cuzk_proto::{connect, Address, DEFAULT_MAX_MESSAGE_BYTES};
+
+/// Kills the daemon if the test fails half-way.
+struct Daemon(Child);
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Everything the daemon sent to the notify socket within `within`, until `until` is seen.
+fn notifications(sock: &UnixDatagram, until: &str, within: Duration) -> String {
+    let end = Instant::now() + within;
+    let mut all = String::new();
+    let mut buf = [0u8; 4096];
+    while Instant::now() < end && !all.contains(until) {
+        sock.set_read_timeout(Some(Duration::from_millis(200))).unwrap();
+        if let Ok(n) = sock.recv(&mut buf) {
+            all.push_str(&String::from_utf8_lossy(&buf[..n]));
+            all.push('\n');
+        }
+    }
+    all
+}
+
+fn which(program: &str) -> bool {
+    Command::new("sh").arg("-c").arg(format!("command -v {program}")).output().is_ok_and(|o| o.status.success())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn socket_activated_daemon_proves_and_reports_to_systemd() {
+    assert!(which("systemd-socket-activate"), "systemd-socket-activate is missing: apt-get install systemd");
+    let f = ensure_fixture(&default_fixture_dir(2048), 2048).expect("2 KiB fixture");
+    let dir = std::env::temp_dir().join(format!("cuzkd-sa-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("cuzk.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[daemon]\nstate_dir = {:?}\nlisten = \"unix://{}/unused.sock\"\n[srs]\nparam_cache = {:?}\nparent_cache = {:?}\n[gpus]\nbackend = \"cpu\"\n",
+            dir.join("state"),
+            dir.display(),
+            f.param_dir(),
+            f.parent_dir()
+        ),
+    )
+    .unwrap();
+    let notify_path = dir.join("notify.sock");
+    let notify = UnixDatagram::bind(&notify_path).unwrap();
+    let sock = dir.join("cuzk.sock");
+
+    let child = Command::new("systemd-socket-activate")
+        .arg("-l")
+        .arg(&sock)
+        .arg(format!("--setenv=NOTIFY_SOCKET={}", notify_path.display()))
+        .arg("--setenv=RUST_LOG=info")
+        .arg(env!("CARGO_BIN_EXE_cuzkd"))
+        .arg("--config")
+        .arg(&config)
+        .spawn()
+        .expect("systemd-socket-activate starts");
+    let daemon = Daemon(child);
+    let end = Instant::now() + Duration::from_secs(10);
+    while !sock.exists() && Instant::now() < end {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(sock.exists(), "systemd-socket-activate did not create {}", sock.display());
+
+    // The first connection starts cuzkd, which takes the listening socket from LISTEN_FDS.
+    let addr: Address = format!("unix://{}", sock.display()).parse().unwrap();
+    let mut client = connect(&addr, DEFAULT_MAX_MESSAGE_BYTES).await.expect("connects");
+    let status = client.get_status(GetStatusRequest {}).await.expect("GetStatus answers").into_inner();
+    assert_eq!(status.total_proofs_completed, 0);
+    assert!(!Path::new(&format!("{}/unused.sock", dir.display())).exists(), "bound its own socket instead of LISTEN_FDS");
+    let got = notifications(&notify, "READY=1", Duration::from_secs(10));
+    assert!(got.contains("READY=1"), "no READY=1 in {got:?}");
+    assert!(got.contains("STATUS="), "no STATUS= in {got:?}");
+
+    // A real proof through the daemon.
+    let envelope = std::fs::read(f.envelope_path()).unwrap();
+    let submit = SubmitProofRequest {
+        request_id: "porep-1000-1".into(),
+        proof_kind: ProofKind::PorepSealCommit as i32,
+        miner_id: f.info.miner_id,
+        sector_number: f.info.sector_id,
+        sector_size: 2048,
+        vanilla_proof: envelope,
+        ..Default::default()
+    };
+    let r = client
+        .prove(ProveRequest { submit: Some(submit.clone()) })
+        .await
+        .expect("Prove answers")
+        .into_inner()
+        .result
+        .unwrap();
+    assert_eq!(r.status, Status::Completed as i32, "{}", r.error_message);
+    assert_eq!(r.proof.len(), 192);
+    assert!(r.total_ms > 0 && r.synthesis_ms > 0, "stage timings missing: {r:?}");
+    let c1 = cuzk_filecoin::parse_c1(&std::fs::read(f.c1_path()).unwrap()).unwrap();
+    assert!(cuzk_filecoin::verify_porep_c2(&c1.output, f.identity(), &r.proof).unwrap());
+
+    // The same request id again: the stored result, not a second job.
+    let again = client.prove(ProveRequest { submit: Some(submit) }).await.unwrap().into_inner().result.unwrap();
+    assert_eq!(again.proof, r.proof);
+
+    // Bad requests fail alone, with their problem named.
+    let e = client
+        .submit_proof(SubmitProofRequest { request_id: "x".into(), proof_kind: 99, ..Default::default() })
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), tonic::Code::InvalidArgument, "{e}");
+    assert!(e.message().contains("proof_kind"), "{e}");
+    let bad = client
+        .prove(ProveRequest {
+            submit: Some(SubmitProofRequest {
+                request_id: "porep-1000-2".into(),
+                proof_kind: ProofKind::PorepSealCommit as i32,
+                miner_id: 1000,
+                sector_number: 2,
+                vanilla_proof: b"{ not json".to_vec(),
+                ..Default::default()
+            }),
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .result
+        .unwrap();
+    assert_eq!(bad.status, Status::Failed as i32);
+    assert!(bad.error_message.contains("not JSON"), "{}", bad.error_message);
+    let e = client.await_proof(AwaitProofRequest { job_id: "nope".into(), timeout_ms: 10 }).await.unwrap_err();
+    assert_eq!(e.code(), tonic::Code::NotFound, "{e}");
+    let status = client.get_status(GetStatusRequest {}).await.unwrap().into_inner();
+    assert_eq!((status.total_proofs_completed, status.total_proofs_failed), (1, 1));
+    let metrics = client.get_metrics(GetMetricsRequest {}).await.unwrap().into_inner().prometheus_text;
+    assert!(metrics.contains("cuzk"), "{metrics}");
+
+    // SIGTERM: STOPPING=1, drain, exit 0.
+    let pid = daemon.0.id().to_string();
+    assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+    let got = notifications(&notify, "STOPPING=1", Duration::from_secs(20));
+    assert!(got.contains("STOPPING=1"), "no STOPPING=1 in {got:?}");
+    let mut daemon = daemon;
+    let end = Instant::now() + Duration::from_secs(30);
+    let code = loop {
+        if let Some(s) = daemon.0.try_wait().unwrap() {
+            break s;
+        }
+        assert!(Instant::now() < end, "cuzkd did not exit after SIGTERM");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert!(code.success(), "cuzkd exited with {code}");
+}
