@@ -1,7 +1,7 @@
 //! cuzkd, the proving daemon: the Curio-compatible gRPC API (cuzk-proto) over the proving
 //! engine (cuzk-engine), listening on the socket systemd passes (LISTEN_FDS) or on the
-//! configured address, reporting READY/STATUS/STOPPING through sd_notify, draining on
-//! SIGTERM. Thin on purpose: configuration and wiring only.
+//! configured address, reporting READY/STATUS/WATCHDOG/STOPPING through sd_notify, draining
+//! on SIGTERM. Thin on purpose: configuration and wiring only.
 
 mod config;
 mod service;
@@ -114,12 +114,20 @@ async fn run(cfg: Config) -> Result<()> {
         .max_encoding_message_size(max);
     let router = tonic::transport::Server::builder().add_service(service);
 
-    // Keep STATUS= current for `systemctl status`.
+    // Keep STATUS= current for `systemctl status`, and ping the watchdog (WatchdogSec=) at
+    // half its interval: a daemon whose runtime stalls stops pinging and is restarted.
+    let watchdog = sd_notify::watchdog_enabled();
+    let period = watchdog.map_or(Duration::from_secs(5), |w| (w / 2).min(Duration::from_secs(5)));
     let e = engine.clone();
     tokio::spawn(async move {
         loop {
-            notify(&[NotifyState::Status(&status_line(&e))]);
-            tokio::time::sleep(Duration::from_secs(5)).await;
+            let line = status_line(&e);
+            if watchdog.is_some() {
+                notify(&[NotifyState::Watchdog, NotifyState::Status(&line)]);
+            } else {
+                notify(&[NotifyState::Status(&line)]);
+            }
+            tokio::time::sleep(period).await;
         }
     });
 

@@ -1,6 +1,6 @@
 //! cuzkd for real: started by `systemd-socket-activate` (it takes its socket from
-//! LISTEN_FDS), reporting READY=1, STATUS= and STOPPING=1 to a NOTIFY_SOCKET owned by the
-//! test, proving the 2 KiB PoRep fixture over gRPC (the proof verifies with filecoin-proofs),
+//! LISTEN_FDS), reporting READY=1, STATUS=, WATCHDOG=1 and STOPPING=1 to a NOTIFY_SOCKET
+//! owned by the test, proving the 2 KiB PoRep fixture over gRPC (the proof verifies with filecoin-proofs),
 //! refusing bad requests alone, and draining on SIGTERM.
 
 use std::os::unix::net::UnixDatagram;
@@ -68,6 +68,7 @@ async fn socket_activated_daemon_proves_and_reports_to_systemd() {
         .arg(&sock)
         .arg(format!("--setenv=NOTIFY_SOCKET={}", notify_path.display()))
         .arg("--setenv=RUST_LOG=info")
+        .arg("--setenv=WATCHDOG_USEC=400000")
         .arg(env!("CARGO_BIN_EXE_cuzkd"))
         .arg("--config")
         .arg(&config)
@@ -89,6 +90,8 @@ async fn socket_activated_daemon_proves_and_reports_to_systemd() {
     let got = notifications(&notify, "READY=1", Duration::from_secs(10));
     assert!(got.contains("READY=1"), "no READY=1 in {got:?}");
     assert!(got.contains("STATUS="), "no STATUS= in {got:?}");
+    let got = notifications(&notify, "WATCHDOG=1", Duration::from_secs(5));
+    assert!(got.contains("WATCHDOG=1"), "no WATCHDOG=1 in {got:?}");
 
     // A real proof through the daemon.
     let envelope = std::fs::read(f.envelope_path()).unwrap();
