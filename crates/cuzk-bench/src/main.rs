@@ -2,6 +2,8 @@
 //!
 //! Thin on purpose: the work lives in cuzk-filecoin and cuzk-groth16.
 
+mod client;
+
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -64,6 +66,59 @@ enum Cmd {
         #[arg(long, value_enum, default_value = "auto")]
         backend: BackendKind,
     },
+    /// One proof through a running cuzkd.
+    Single {
+        #[command(flatten)]
+        daemon: DaemonArgs,
+        #[command(flatten)]
+        porep: PoRepArgs,
+        /// Request id (idempotency key) [default: a fresh one].
+        #[arg(long)]
+        request_id: Option<String>,
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// Many proofs through a running cuzkd; prints the batch report.
+    Batch {
+        #[command(flatten)]
+        daemon: DaemonArgs,
+        /// Proof type.
+        #[arg(short = 't', long = "type", default_value = "porep")]
+        kind: String,
+        #[command(flatten)]
+        porep: PoRepArgs,
+        /// Number of proofs.
+        #[arg(short = 'c', long, default_value_t = 1)]
+        count: usize,
+        /// Proofs in flight at once.
+        #[arg(short = 'j', long, default_value_t = 1)]
+        concurrency: usize,
+        /// Write each proof to DIR/proof-<i>.bin.
+        #[arg(long)]
+        out_dir: Option<PathBuf>,
+    },
+    /// The daemon's queues, workers and resident parameters.
+    Status {
+        #[command(flatten)]
+        daemon: DaemonArgs,
+    },
+    /// Cancel a job (queued, or running: it stops at its next stage).
+    Cancel {
+        #[command(flatten)]
+        daemon: DaemonArgs,
+        job_id: String,
+    },
+    /// Load a circuit's parameters into the daemon ahead of work (e.g. porep-32g).
+    Preload {
+        #[command(flatten)]
+        daemon: DaemonArgs,
+        circuit_id: String,
+    },
+    /// The daemon's Prometheus metrics.
+    Metrics {
+        #[command(flatten)]
+        daemon: DaemonArgs,
+    },
     /// cuzk's prover against filecoin-proofs' seal_commit_phase2 on the same fixture, in the
     /// same run; prints the ratio.
     BenchC2 {
@@ -79,6 +134,35 @@ enum Cmd {
 
 /// The backend to prove with. `auto` takes the GPU when one is usable and says why not
 /// otherwise; `gpu` insists and fails with the reason.
+#[derive(clap::Args)]
+struct DaemonArgs {
+    /// cuzkd's address: unix:///path or host:port.
+    #[arg(short = 'a', long = "addr", default_value = "unix:///run/cuzk/cuzk.sock")]
+    addr: String,
+}
+
+#[derive(clap::Args)]
+struct PoRepArgs {
+    /// C1 output: bare SealCommitPhase1Output JSON or a lotus-bench envelope.
+    #[arg(long)]
+    c1: PathBuf,
+    #[arg(long, default_value_t = cuzk_filecoin::fixture::FIXTURE_MINER_ID)]
+    miner_id: u64,
+    /// [default: the envelope's SectorNum]
+    #[arg(long)]
+    sector_id: Option<u64>,
+}
+
+impl PoRepArgs {
+    fn target(&self) -> client::PoRepTarget {
+        client::PoRepTarget { c1: self.c1.clone(), miner_id: self.miner_id, sector_id: self.sector_id }
+    }
+}
+
+fn block_on<T>(f: impl std::future::Future<Output = Result<T>>) -> Result<T> {
+    tokio::runtime::Builder::new_multi_thread().enable_all().build()?.block_on(f)
+}
+
 fn select_backend(kind: BackendKind) -> Result<Box<dyn Backend>> {
     match kind {
         BackendKind::Cpu => Ok(Box::new(CpuBackend)),
@@ -231,6 +315,19 @@ fn run(cli: Cli) -> Result<()> {
                 p.bytes.len()
             );
         }
+        Cmd::Single { daemon, porep, request_id, out } => {
+            block_on(client::single(&daemon.addr, &porep.target(), request_id, out.as_deref()))?
+        }
+        Cmd::Batch { daemon, kind, porep, count, concurrency, out_dir } => {
+            let all_ok = block_on(client::batch(&daemon.addr, &kind, &porep.target(), count, concurrency, out_dir.as_deref()))?;
+            if !all_ok {
+                bail!("some proofs failed");
+            }
+        }
+        Cmd::Status { daemon } => block_on(client::status(&daemon.addr))?,
+        Cmd::Cancel { daemon, job_id } => block_on(client::cancel(&daemon.addr, &job_id))?,
+        Cmd::Preload { daemon, circuit_id } => block_on(client::preload(&daemon.addr, &circuit_id))?,
+        Cmd::Metrics { daemon } => block_on(client::metrics(&daemon.addr))?,
         Cmd::BenchC2 {
             fixture_dir,
             rounds,

@@ -1,22 +1,9 @@
-//! cuzkd, the proving daemon: the Curio-compatible gRPC API (cuzk-proto) over the proving
-//! engine (cuzk-engine), listening on the socket systemd passes (LISTEN_FDS) or on the
-//! configured address, reporting READY/STATUS/WATCHDOG/STOPPING through sd_notify, draining
-//! on SIGTERM. Thin on purpose: configuration and wiring only.
+//! The `cuzkd` binary: arguments, logging, runtime; the daemon is [`cuzkd::run`].
 
-mod config;
-mod service;
-
-use std::os::fd::FromRawFd;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
-use std::time::Duration;
 
-use anyhow::{bail, Context, Result};
-use config::{BackendChoice, Config, GpusConfig, DEFAULT_CONFIG};
-use cuzk_engine::{Device, Engine, EngineConfig, PoRepRunner};
-use cuzk_proto::{Address, ProvingEngineServer};
-use sd_notify::NotifyState;
+use cuzkd::config::{Config, DEFAULT_CONFIG};
 
 fn usage() -> ! {
     eprintln!("usage: cuzkd [--config PATH]   (default {DEFAULT_CONFIG}; a missing file means defaults)");
@@ -39,149 +26,6 @@ fn config_path() -> PathBuf {
     path
 }
 
-/// The engine's devices: GPUs by ordinal, or the CPU.
-fn devices(g: &GpusConfig) -> Result<Vec<Device>> {
-    let ordinals = if g.devices.is_empty() { vec![0] } else { g.devices.clone() };
-    let open_gpus = || -> Result<Vec<Device>, cuzk_gpu::GpuError> {
-        ordinals
-            .iter()
-            .map(|&o| {
-                let gpu = cuzk_gpu::GpuBackend::open(o, cuzk_gpu::VramBudget::default())?;
-                Ok(Device { name: format!("gpu{o} {}", gpu.device().name), backend: Arc::new(gpu) })
-            })
-            .collect()
-    };
-    Ok(match g.backend {
-        BackendChoice::Cpu => vec![Device::cpu()],
-        BackendChoice::Gpu => open_gpus().context("[gpus] backend = \"gpu\"")?,
-        BackendChoice::Auto => match open_gpus() {
-            Ok(d) => d,
-            Err(e) => {
-                log::warn!("no usable GPU ({e}); proving on the CPU");
-                vec![Device::cpu()]
-            }
-        },
-    })
-}
-
-fn notify(states: &[NotifyState]) {
-    if let Err(e) = sd_notify::notify(states) {
-        log::warn!("sd_notify: {e}");
-    }
-}
-
-fn status_line(engine: &Engine) -> String {
-    let s = engine.status();
-    format!("{} queued, {} running, {} completed, {} failed", s.queue_depth(), s.running, s.completed, s.failed)
-}
-
-async fn shutdown_signal() {
-    use tokio::signal::unix::{signal, SignalKind};
-    let mut term = match signal(SignalKind::terminate()) {
-        Ok(s) => s,
-        Err(e) => {
-            log::error!("cannot watch SIGTERM: {e}");
-            return std::future::pending().await;
-        }
-    };
-    tokio::select! {
-        _ = term.recv() => log::info!("SIGTERM: draining"),
-        _ = tokio::signal::ctrl_c() => log::info!("SIGINT: draining"),
-    }
-}
-
-async fn run(cfg: Config) -> Result<()> {
-    let devices = devices(&cfg.gpus)?;
-    let runner = PoRepRunner::new(&cfg.srs.param_cache, cfg.srs.parent_cache.as_deref())
-        .map_err(|e| anyhow::anyhow!("[srs]: {e}"))?;
-    let mut ec = EngineConfig::new(&cfg.daemon.state_dir);
-    ec.gpu_workers_per_device = cfg.gpus.gpu_workers_per_device;
-    if let Some(n) = cfg.engine.synthesis_workers {
-        ec.synthesis_workers = n;
-    }
-    if let Some(b) = cfg.engine.host_memory_budget_bytes {
-        ec.host_memory_budget_bytes = b;
-    }
-    if let Some(t) = cfg.engine.result_ttl_secs {
-        ec.result_ttl = Duration::from_secs(t);
-    }
-    let engine = tokio::task::spawn_blocking(move || Engine::start(ec, Arc::new(runner), devices))
-        .await??;
-
-    let max = cfg.daemon.max_message_bytes;
-    let service = ProvingEngineServer::new(service::ProvingService { engine: engine.clone() })
-        .max_decoding_message_size(max)
-        .max_encoding_message_size(max);
-    let router = tonic::transport::Server::builder().add_service(service);
-
-    // Keep STATUS= current for `systemctl status`, and ping the watchdog (WatchdogSec=) at
-    // half its interval: a daemon whose runtime stalls stops pinging and is restarted.
-    let watchdog = sd_notify::watchdog_enabled();
-    let period = watchdog.map_or(Duration::from_secs(5), |w| (w / 2).min(Duration::from_secs(5)));
-    let e = engine.clone();
-    tokio::spawn(async move {
-        loop {
-            let line = status_line(&e);
-            if watchdog.is_some() {
-                notify(&[NotifyState::Watchdog, NotifyState::Status(&line)]);
-            } else {
-                notify(&[NotifyState::Status(&line)]);
-            }
-            tokio::time::sleep(period).await;
-        }
-    });
-
-    let mut fds = sd_notify::listen_fds().context("LISTEN_FDS")?;
-    let served = if let Some(fd) = fds.next() {
-        // SAFETY: systemd passed this fd to us (LISTEN_PID matched) and nothing else owns it.
-        let std_listener = unsafe { std::os::unix::net::UnixListener::from_raw_fd(fd) };
-        std_listener.set_nonblocking(true)?;
-        let listener = tokio::net::UnixListener::from_std(std_listener)
-            .context("the socket from systemd (cuzkd takes a unix stream socket)")?;
-        log::info!("listening on the socket passed by systemd (fd {fd})");
-        notify(&[NotifyState::Ready, NotifyState::Status(&status_line(&engine))]);
-        router
-            .serve_with_incoming_shutdown(tokio_stream::wrappers::UnixListenerStream::new(listener), shutdown_signal())
-            .await
-    } else {
-        match cfg.daemon.listen.parse::<Address>()? {
-            Address::Unix(path) => {
-                if path.exists() {
-                    std::fs::remove_file(&path).with_context(|| format!("removing stale {}", path.display()))?;
-                }
-                if let Some(dir) = path.parent() {
-                    std::fs::create_dir_all(dir)?;
-                }
-                let listener = tokio::net::UnixListener::bind(&path)
-                    .with_context(|| format!("[daemon] listen: binding {}", path.display()))?;
-                log::info!("listening on unix://{}", path.display());
-                notify(&[NotifyState::Ready, NotifyState::Status(&status_line(&engine))]);
-                router
-                    .serve_with_incoming_shutdown(tokio_stream::wrappers::UnixListenerStream::new(listener), shutdown_signal())
-                    .await
-            }
-            Address::Tcp(hostport) => {
-                let listener = tokio::net::TcpListener::bind(&hostport)
-                    .await
-                    .with_context(|| format!("[daemon] listen: binding {hostport}"))?;
-                log::info!("listening on {hostport}");
-                notify(&[NotifyState::Ready, NotifyState::Status(&status_line(&engine))]);
-                router
-                    .serve_with_incoming_shutdown(tokio_stream::wrappers::TcpListenerStream::new(listener), shutdown_signal())
-                    .await
-            }
-        }
-    };
-    notify(&[NotifyState::Stopping, NotifyState::Status("draining")]);
-    let timeout = Duration::from_secs(cfg.daemon.drain_timeout_secs);
-    let report = tokio::task::spawn_blocking(move || engine.drain(timeout)).await?;
-    log::info!("drained: {report:?}");
-    if let Err(e) = served {
-        bail!("gRPC server: {e}");
-    }
-    Ok(())
-}
-
 fn main() -> ExitCode {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info,h2=warn,tower=warn,hyper=warn"))
         .init();
@@ -200,7 +44,7 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match rt.block_on(run(cfg)) {
+    match rt.block_on(cuzkd::run(cfg, cuzkd::shutdown_signal())) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("cuzkd: {e:#}");

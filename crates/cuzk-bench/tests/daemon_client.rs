@@ -1,0 +1,87 @@
+//! cuzk-bench as a client of a real cuzkd (run in-process on a unix socket, CPU backend):
+//! `batch -t porep -c 3 -j 1` prints the operators' report and all three proofs verify;
+//! `status`, `metrics`, `preload` and `cancel` talk to the daemon and fail clearly.
+
+use std::path::Path;
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+use cuzk_filecoin::fixture::{default_fixture_dir, ensure_fixture};
+use cuzkd::config::{BackendChoice, Config};
+
+fn bench(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_cuzk-bench")).args(args).output().expect("cuzk-bench runs")
+}
+
+fn text(o: &Output) -> (String, String) {
+    (String::from_utf8_lossy(&o.stdout).into_owned(), String::from_utf8_lossy(&o.stderr).into_owned())
+}
+
+#[test]
+fn batch_status_metrics_preload_cancel_against_a_running_daemon() {
+    let f = ensure_fixture(&default_fixture_dir(2048), 2048).expect("2 KiB fixture");
+    let dir = std::env::temp_dir().join(format!("cuzk-bench-daemon-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let sock = dir.join("cuzk.sock");
+    let mut cfg = Config::default();
+    cfg.daemon.listen = format!("unix://{}", sock.display());
+    cfg.daemon.state_dir = dir.join("state");
+    cfg.srs.param_cache = f.param_dir();
+    cfg.srs.parent_cache = Some(f.parent_dir());
+    cfg.gpus.backend = BackendChoice::Cpu;
+
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let daemon = std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+        rt.block_on(cuzkd::run(cfg, async {
+            let _ = stopped.await;
+        }))
+    });
+    let end = Instant::now() + Duration::from_secs(20);
+    while !sock.exists() && Instant::now() < end {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(sock.exists(), "cuzkd did not listen on {}", sock.display());
+    let addr = format!("unix://{}", sock.display());
+    let out_dir = dir.join("proofs");
+
+    let o = bench(&[
+        "batch", "-a", &addr, "-t", "porep", "--c1", f.envelope_path().to_str().unwrap(), "-c", "3", "-j", "1",
+        "--out-dir", out_dir.to_str().unwrap(),
+    ]);
+    let (stdout, stderr) = text(&o);
+    assert!(o.status.success(), "{stdout}\n{stderr}");
+    for want in [
+        "=== Batch Benchmark ===", "Proof type:   porep", "Count:        3", "Concurrency:  1",
+        "  [1/3] COMPLETED — ", "  [2/3] COMPLETED — ", "  [3/3] COMPLETED — ", "(prove=",
+        "=== Batch Summary ===", "Completed:    3", "Failed:       0", "Wall time:", "Prove time:",
+        "proofs/min",
+    ] {
+        assert!(stdout.contains(want), "{want:?} missing from:\n{stdout}");
+    }
+    let c1 = cuzk_filecoin::parse_c1(&std::fs::read(f.c1_path()).unwrap()).unwrap();
+    for i in 0..3 {
+        let proof = std::fs::read(out_dir.join(format!("proof-{i}.bin"))).unwrap();
+        assert!(cuzk_filecoin::verify_porep_c2(&c1.output, f.identity(), &proof).unwrap(), "proof {i}");
+    }
+
+    let (stdout, _) = text(&bench(&["status", "-a", &addr]));
+    assert!(stdout.contains("completed 3, failed 0"), "{stdout}");
+    assert!(stdout.contains("porep-2k"), "resident parameters not listed:\n{stdout}");
+    let (stdout, _) = text(&bench(&["metrics", "-a", &addr]));
+    assert!(stdout.contains("cuzk"), "{stdout}");
+    let o = bench(&["preload", "-a", &addr, "porep-2k"]);
+    assert!(o.status.success() && text(&o).0.contains("porep-2k"), "{:?}", text(&o));
+    let o = bench(&["preload", "-a", &addr, "porep-3k"]);
+    assert!(!o.status.success() && text(&o).1.contains("porep-3k"), "{:?}", text(&o));
+    let o = bench(&["cancel", "-a", &addr, "no-such-job"]);
+    assert!(!o.status.success() && text(&o).1.contains("no-such-job"), "{:?}", text(&o));
+    let o = bench(&["batch", "-a", &addr, "-t", "foo", "--c1", f.c1_path().to_str().unwrap()]);
+    assert!(!o.status.success() && text(&o).1.contains("unknown proof type"), "{:?}", text(&o));
+    let o = bench(&["status", "-a", &format!("unix://{}", Path::new(&dir).join("none.sock").display())]);
+    assert!(!o.status.success() && text(&o).1.contains("is it running"), "{:?}", text(&o));
+
+    stop.send(()).unwrap();
+    daemon.join().unwrap().expect("cuzkd drained and stopped cleanly");
+}
