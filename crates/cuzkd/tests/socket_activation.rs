@@ -1,7 +1,8 @@
 //! cuzkd for real: started by `systemd-socket-activate` (it takes its socket from
 //! LISTEN_FDS), reporting READY=1, STATUS=, WATCHDOG=1 and STOPPING=1 to a NOTIFY_SOCKET
-//! owned by the test, proving the 2 KiB PoRep fixture over gRPC (the proof verifies with filecoin-proofs),
-//! refusing bad requests alone, and draining on SIGTERM.
+//! owned by the test, proving the 2 KiB PoRep fixture over gRPC (the proof verifies with
+//! filecoin-proofs), honouring await timeouts and cancel, refusing bad requests alone, and
+//! draining on SIGTERM.
 
 use std::os::unix::net::UnixDatagram;
 use std::path::Path;
@@ -146,6 +147,38 @@ async fn socket_activated_daemon_proves_and_reports_to_systemd() {
         .unwrap();
     assert_eq!(bad.status, Status::Failed as i32);
     assert!(bad.error_message.contains("not JSON"), "{}", bad.error_message);
+    // Await honours its timeout; cancel stops a job, and awaiting it then says CANCELLED.
+    let envelope = std::fs::read(f.envelope_path()).unwrap();
+    let job = client
+        .submit_proof(SubmitProofRequest {
+            request_id: "porep-1000-3".into(),
+            proof_kind: ProofKind::PorepSealCommit as i32,
+            miner_id: f.info.miner_id,
+            sector_number: f.info.sector_id,
+            vanilla_proof: envelope,
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(job.job_id, "porep-1000-3");
+    let t = Instant::now();
+    let waited = client
+        .await_proof(AwaitProofRequest { job_id: job.job_id.clone(), timeout_ms: 100 })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(waited.status, Status::Timeout as i32, "{waited:?}");
+    assert!(t.elapsed() < Duration::from_secs(5), "await ignored its timeout: {:?}", t.elapsed());
+    client.cancel_proof(CancelProofRequest { job_id: job.job_id.clone() }).await.unwrap();
+    let done = client
+        .await_proof(AwaitProofRequest { job_id: job.job_id.clone(), timeout_ms: 60_000 })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(done.status, Status::Cancelled as i32, "{done:?}");
+    assert!(done.proof.is_empty());
+
     let e = client.await_proof(AwaitProofRequest { job_id: "nope".into(), timeout_ms: 10 }).await.unwrap_err();
     assert_eq!(e.code(), tonic::Code::NotFound, "{e}");
     let status = client.get_status(GetStatusRequest {}).await.unwrap().into_inner();
