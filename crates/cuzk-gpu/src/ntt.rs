@@ -1,7 +1,7 @@
 //! Host side of the Fr NTT and the coset quotient (kernels/ntt.cuh).
 
 use blstrs::Scalar;
-use cuzk_groth16::backend::{coset_generator, root_of_unity, vanishing_inverse_on_coset};
+use cuzk_groth16::backend::{vanishing_inverse_on_coset, Scaling};
 use cuzk_groth16::NttDirection;
 use ff::Field;
 
@@ -62,6 +62,15 @@ impl Powers {
         }
     }
 
+    /// The tables of a plan's scaling (a constant when its ratio is one).
+    fn of(s: Scaling, log_n: u32) -> Self {
+        if s.is_constant() {
+            Powers::constant(s.start)
+        } else {
+            Powers::new(s.ratio, s.start, log_n)
+        }
+    }
+
     /// The constant `c` at every index.
     fn constant(c: Scalar) -> Self {
         Powers {
@@ -107,10 +116,6 @@ fn upload_powers(gpu: &Gpu, p: &Powers) -> Result<DevicePowers, GpuError> {
     })
 }
 
-fn n_inverse(n: usize) -> Scalar {
-    Scalar::from(n as u64).invert().unwrap()
-}
-
 /// The transform of `values` (length 2^log_n) in place, equal to `CpuBackend::ntt`.
 pub(crate) fn ntt(
     gpu: &Gpu,
@@ -124,29 +129,10 @@ pub(crate) fn ntt(
         return Ok(());
     }
     let _region = gpu.enter()?;
-    let omega = root_of_unity(log_n);
-    let (w, pre, post) = match dir {
-        NttDirection::Forward => (omega, None, None),
-        NttDirection::Inverse => (
-            omega.invert().unwrap(),
-            None,
-            Some(Powers::constant(n_inverse(n))),
-        ),
-        NttDirection::CosetForward => (
-            omega,
-            Some(Powers::new(coset_generator(), Scalar::ONE, log_n)),
-            None,
-        ),
-        NttDirection::CosetInverse => (
-            omega.invert().unwrap(),
-            None,
-            Some(Powers::new(
-                coset_generator().invert().unwrap(),
-                n_inverse(n),
-                log_n,
-            )),
-        ),
-    };
+    let plan = dir.plan(log_n);
+    let w = plan.root;
+    let pre = plan.pre.map(|p| Powers::of(p, log_n));
+    let post = plan.post.map(|p| Powers::of(p, log_n));
 
     let bufs = [gpu.alloc(n * FR_BYTES)?, gpu.alloc(n * FR_BYTES)?];
     let t0 = Instant::now();

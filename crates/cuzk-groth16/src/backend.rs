@@ -22,6 +22,62 @@ pub enum NttDirection {
     CosetInverse,
 }
 
+/// What a transform of size 2^log_n is, for any backend: `values[i] *= pre(i)`, then an
+/// in-place DFT with `root`, then `values[i] *= post(i)`, where a [`Scaling`] gives
+/// `start * ratio^i`. Backends implement the DFT and may fuse the scalings into it; the
+/// meaning of each direction lives only here.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NttPlan {
+    pub root: Scalar,
+    pub pre: Option<Scaling>,
+    pub post: Option<Scaling>,
+}
+
+/// `values[i] *= start * ratio^i`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Scaling {
+    pub ratio: Scalar,
+    pub start: Scalar,
+}
+
+impl Scaling {
+    /// True when every element is multiplied by the same constant (`start`).
+    pub fn is_constant(&self) -> bool {
+        self.ratio == Scalar::ONE
+    }
+}
+
+impl NttDirection {
+    /// The plan of this direction at size 2^log_n (log_n from [`ntt_log_size`]).
+    pub fn plan(self, log_n: u32) -> NttPlan {
+        let omega = root_of_unity(log_n);
+        let omega_inv = Option::from(omega.invert()).expect("a root of unity is non-zero");
+        let n_inv = Option::from(Scalar::from(1u64 << log_n).invert()).expect("n < r is non-zero");
+        match self {
+            NttDirection::Forward => NttPlan { root: omega, pre: None, post: None },
+            NttDirection::Inverse => NttPlan {
+                root: omega_inv,
+                pre: None,
+                post: Some(Scaling { ratio: Scalar::ONE, start: n_inv }),
+            },
+            NttDirection::CosetForward => NttPlan {
+                root: omega,
+                pre: Some(Scaling { ratio: coset_generator(), start: Scalar::ONE }),
+                post: None,
+            },
+            // 1/n folded into the coset powers: one pass instead of two.
+            NttDirection::CosetInverse => NttPlan {
+                root: omega_inv,
+                pre: None,
+                post: Some(Scaling {
+                    ratio: Option::from(coset_generator().invert()).expect("g is non-zero"),
+                    start: n_inv,
+                }),
+            },
+        }
+    }
+}
+
 /// An error from a backend: the operation could not run (no device, out of budget, ...).
 /// Arithmetic itself cannot fail.
 #[derive(Debug, thiserror::Error)]

@@ -7,8 +7,8 @@ use ff::{Field, PrimeField};
 use rayon::prelude::*;
 
 use crate::backend::{
-    check_msm_args, check_quotient_args, coset_generator, ntt_log_size, root_of_unity, vanishing_inverse_on_coset, Backend,
-    BackendError, NttDirection, Selection,
+    check_msm_args, check_quotient_args, ntt_log_size, vanishing_inverse_on_coset, Backend,
+    BackendError, NttDirection, Scaling, Selection,
 };
 
 /// Multi-threaded CPU implementation of [`Backend`], on the global rayon pool.
@@ -22,23 +22,13 @@ impl Backend for CpuBackend {
 
     fn ntt(&self, values: &mut [Scalar], direction: NttDirection) -> Result<(), BackendError> {
         let log_n = ntt_log_size(values.len())?;
-        let n = values.len();
-        let omega = root_of_unity(log_n);
-        match direction {
-            NttDirection::Forward => fft(values, omega, log_n),
-            NttDirection::Inverse => {
-                fft(values, omega.invert().unwrap(), log_n);
-                scale(values, n_inverse(n));
-            }
-            NttDirection::CosetForward => {
-                distribute_powers(values, coset_generator(), Scalar::ONE);
-                fft(values, omega, log_n);
-            }
-            NttDirection::CosetInverse => {
-                fft(values, omega.invert().unwrap(), log_n);
-                // 1/n folded into the coset powers: one pass instead of two.
-                distribute_powers(values, coset_generator().invert().unwrap(), n_inverse(n));
-            }
+        let plan = direction.plan(log_n);
+        if let Some(pre) = plan.pre {
+            apply(values, pre);
+        }
+        fft(values, plan.root, log_n);
+        if let Some(post) = plan.post {
+            apply(values, post);
         }
         Ok(())
     }
@@ -92,17 +82,17 @@ impl Backend for CpuBackend {
     }
 }
 
-fn n_inverse(n: usize) -> Scalar {
-    Scalar::from(n as u64).invert().unwrap()
-}
-
 /// Below this many elements a parallel split costs more than it saves.
 const MIN_PARALLEL: usize = 1 << 12;
 /// NTT elements that stay in a core's L2 cache (32 bytes each: 256 KiB).
 const CACHE_CHUNK: usize = 1 << 13;
 
-fn scale(values: &mut [Scalar], by: Scalar) {
-    values.par_iter_mut().for_each(|v| *v *= by);
+fn apply(values: &mut [Scalar], s: Scaling) {
+    if s.is_constant() {
+        values.par_iter_mut().for_each(|v| *v *= s.start);
+    } else {
+        distribute_powers(values, s.ratio, s.start);
+    }
 }
 
 /// values[i] *= start * g^i
@@ -371,6 +361,7 @@ fn sum<B: BlstGroup>(bases: &[B::Affine], selection: Selection<'_>) -> Result<B:
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::backend::{coset_generator, root_of_unity};
     use group::{prime::PrimeCurveAffine, Curve, Group};
     use rand::SeedableRng;
     use rand_chacha::ChaCha20Rng;
