@@ -1,0 +1,266 @@
+#!/usr/bin/env bash
+# Booted-systemd system test: cuzk installed as an operator would (the release binaries and
+# systemd/ exactly as shipped) into a minimal Debian root filesystem, booted with systemd as
+# PID 1 under systemd-nspawn, then checked from outside: socket activation, permissions on
+# the socket and on D-Bus, journald fields, restart after SIGKILL with the job finishing,
+# the watchdog, and the unit's hardening score.
+#
+# Run as root from anywhere:  bash tests/system/booted.sh
+# Needs: target/release/{cuzkd,cuzk-bench} (built if missing), the 2 KiB fixture
+# (cuzk-bench gen-fixture --sector-size 2KiB; CUZK_FIXTURE_DIR as for the other tests), and
+# Debian's package mirror for the first run (the root filesystem is cached in
+# ~/.cache/cuzk/rootfs-<hash>.tar, CUZK_CACHE_DIR to move it). Not run by cargo test.
+set -uo pipefail
+
+HERE="$(cd "$(dirname "$0")" && pwd)"
+REPO="$(cd "$HERE/../.." && pwd)"
+. "$HERE/lib.sh"
+
+SOCK=/run/cuzk/cuzk.sock
+ADDR="unix://$SOCK"
+BUS=(busctl --system)
+OBJ=(org.cuzk.Prover1 /org/cuzk/Prover1 org.cuzk.Prover1)
+# The watchdog's interval as shipped; the SIGSTOP check waits for it.
+WATCHDOG_SECS="$(sed -n 's/^WatchdogSec=\([0-9]*\)s\?$/\1/p' "$REPO/systemd/cuzk.service")"
+MAX_EXPOSURE=2.0
+
+[ "$(id -u)" = 0 ] || { echo "booted.sh: run as root (it boots a container)" >&2; exit 2; }
+T0=$(date +%s)
+
+FIXTURE="${CUZK_FIXTURE_DIR:-$HOME/.cache/cuzk/fixtures}/2KiB"
+for f in c1.envelope.json params parents; do
+  [ -e "$FIXTURE/$f" ] || {
+    echo "booted.sh: no 2 KiB fixture at $FIXTURE ($f missing):" \
+      "run cargo run --release -p cuzk-bench -- gen-fixture --sector-size 2KiB" >&2
+    exit 2
+  }
+done
+
+ensure_host_tools
+if [ ! -x "$REPO/target/release/cuzkd" ] || [ ! -x "$REPO/target/release/cuzk-bench" ]; then
+  (cd "$REPO" && cargo build --release -p cuzkd -p cuzk-bench) || exit 2
+fi
+
+TAR="$(rootfs_tar)" || { echo "booted.sh: could not build the root filesystem" >&2; exit 2; }
+echo "root filesystem ready after $(( $(date +%s) - T0 ))s: $TAR"
+WORK="$(mktemp -d /var/tmp/cuzk-booted.XXXXXX)"
+ROOT="$WORK/root"
+cleanup() {
+  shutdown_container
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# --- install, as the plain-systemd steps in docs/service.md do -------------------------------
+set -e
+mkdir -p "$ROOT"
+tar -C "$ROOT" -xf "$TAR"
+install -m 0755 "$REPO/target/release/cuzkd" "$REPO/target/release/cuzk-bench" "$ROOT/usr/local/bin/"
+install -m 0644 "$REPO/systemd/cuzk.socket" "$REPO/systemd/cuzk.service" "$ROOT/etc/systemd/system/"
+install -D -m 0644 "$REPO/systemd/sysusers.d/cuzk.conf" "$ROOT/etc/sysusers.d/cuzk.conf"
+install -D -m 0644 "$REPO/systemd/tmpfiles.d/cuzk.conf" "$ROOT/etc/tmpfiles.d/cuzk.conf"
+install -D -m 0644 "$REPO/systemd/dbus-1/system.d/org.cuzk.Prover1.conf" \
+  "$ROOT/etc/dbus-1/system.d/org.cuzk.Prover1.conf"
+systemctl --root="$ROOT" enable cuzk.socket >/dev/null 2>&1 \
+  || ln -sf /etc/systemd/system/cuzk.socket "$ROOT/etc/systemd/system/sockets.target.wants/cuzk.socket"
+# This host's configuration: the CPU backend (there is no GPU here). Parameters and parent
+# cache stay at their defaults under /var/tmp, where the fixture is bind-mounted read-only,
+# so the unit's BindReadOnlyPaths= through PrivateTmp= is exercised too.
+mkdir -p "$ROOT/etc/cuzk"
+cat >"$ROOT/etc/cuzk/cuzk.toml" <<'TOML'
+[gpus]
+backend = "cpu"
+TOML
+# The lotus-bench envelope: it carries the sector number the proof is bound to.
+install -m 0644 "$FIXTURE/c1.envelope.json" "$ROOT/root/c1.json"
+# Two local users, made at boot by sysusers with cuzk's own: "operator" is in no group of
+# cuzk's, "curio" (as Curio's user would be) is a member of group cuzk.
+cat >"$ROOT/etc/sysusers.d/booted-test.conf" <<'SYSUSERS'
+u operator - "booted.sh: a user outside group cuzk"
+u curio - "booted.sh: a member of group cuzk"
+m curio cuzk
+SYSUSERS
+set +e
+
+echo "booting $ROOT (root filesystem $TAR)"
+boot "$ROOT" \
+  --bind-ro="$FIXTURE/params:/var/tmp/filecoin-proof-parameters" \
+  --bind-ro="$FIXTURE/parents:/var/tmp/filecoin-parents" \
+  || { cat "$WORK/console.log"; exit 1; }
+echo "booted; $(( $(date +%s) - T0 ))s since start"
+
+# --- before the first connection -----------------------------------------------------------
+booted_clean() {
+  in_ct systemctl --failed --no-legend --plain
+  [ -z "$(in_ct systemctl --failed --no-legend --plain)" ]
+}
+check "the system booted with no failed unit" booted_clean
+
+user_made() {
+  in_ct getent passwd cuzk && in_ct getent group cuzk && in_ct id curio
+  in_ct id -nG curio | grep -qw cuzk
+}
+check "sysusers.d made user and group cuzk" user_made
+
+units_verify() {
+  local out
+  out="$(in_ct systemd-analyze verify /etc/systemd/system/cuzk.socket /etc/systemd/system/cuzk.service 2>&1)"
+  echo "$out"
+  [ -z "$out" ]
+}
+check "systemd-analyze verify: cuzk.socket and cuzk.service clean" units_verify
+
+exposure() {
+  local out level
+  out="$(in_ct systemd-analyze security cuzk.service 2>&1)" || { echo "$out"; return 1; }
+  level="$(sed -n 's/.*Overall exposure level for cuzk.service: \([0-9.]*\).*/\1/p' <<<"$out")"
+  echo "exposure $level (threshold $MAX_EXPOSURE)"
+  [ -n "$level" ] && awk -v l="$level" -v m="$MAX_EXPOSURE" 'BEGIN { exit !(l <= m) }'
+}
+check "systemd-analyze security cuzk.service: exposure <= $MAX_EXPOSURE" exposure
+
+socket_waiting() {
+  in_ct systemctl is-active cuzk.socket || return 1
+  local svc
+  svc="$(in_ct systemctl is-active cuzk.service)"
+  echo "cuzk.service: $svc"
+  [ "$svc" = inactive ] || return 1
+  in_ct stat -c '%U:%G %a %F' "$SOCK"
+  [ "$(in_ct stat -c '%U:%G %a %F' "$SOCK")" = "root:cuzk 660 socket" ]
+}
+check "cuzk.socket listens (root:cuzk 0660) and cuzk.service is inactive" socket_waiting
+
+tmpfiles_parse() { in_ct systemd-tmpfiles --clean /etc/tmpfiles.d/cuzk.conf; }
+check "tmpfiles.d/cuzk.conf is accepted by systemd-tmpfiles" tmpfiles_parse
+
+# --- the first connection starts the daemon ------------------------------------------------
+first_call() {
+  expect_output '^uptime [0-9]+ s; completed 0' in_ct timeout 120 cuzk-bench status -a "$ADDR" || return 1
+  in_ct systemctl is-active cuzk.service
+}
+check "first client call (cuzk-bench status) activates cuzk.service and is answered" first_call
+
+service_state() {
+  in_ct systemctl show -p MainPID,User,StatusText,NRestarts cuzk.service
+  in_ct systemctl show -p StatusText --value cuzk.service | grep -Eq '^[0-9]+ queued, [0-9]+ running' || return 1
+  [ "$(in_ct stat -c '%U:%G %a' /var/lib/cuzk)" = "cuzk:cuzk 750" ] || { in_ct stat /var/lib/cuzk; return 1; }
+  # the daemon runs as cuzk with no capabilities
+  local pid; pid="$(in_ct systemctl show -p MainPID --value cuzk.service)"
+  in_ct grep -E '^(Uid|CapEff|CapBnd|NoNewPrivs)' "/proc/$pid/status"
+  in_ct grep -Eq '^CapEff:[[:space:]]+0+$' "/proc/$pid/status"
+}
+check "READY, STATUS= text, StateDirectory, user cuzk without capabilities" service_state
+
+socket_refused() { expect_failure 'denied|permission' as_user operator cuzk-bench status -a "$ADDR"; }
+check "the socket refuses a user outside group cuzk" socket_refused
+socket_group() { expect_output '^uptime' as_user curio cuzk-bench status -a "$ADDR"; }
+check "the socket admits a member of group cuzk" socket_group
+
+# --- D-Bus ---------------------------------------------------------------------------------
+bus_introspect() {
+  expect_output '\.Pause +method' as_user operator "${BUS[@]}" introspect "${OBJ[@]}" || return 1
+  expect_output '\.State +property +s' as_user operator "${BUS[@]}" introspect "${OBJ[@]}"
+}
+check "busctl introspects org.cuzk.Prover1 at /org/cuzk/Prover1 (as an unprivileged user)" bus_introspect
+
+bus_properties() {
+  expect_output '^s "ready"$' as_user operator "${BUS[@]}" get-property "${OBJ[@]}" State || return 1
+  expect_output '^s "' "${BUS[@]}" get-property "${OBJ[@]}" Version || return 1
+  expect_output '^u [0-9]+$' "${BUS[@]}" get-property "${OBJ[@]}" QueueDepth || return 1
+  expect_output '^a\(sttt\)' "${BUS[@]}" get-property "${OBJ[@]}" Gpus || return 1
+  expect_output '^a\(sss\)' as_user operator "${BUS[@]}" call "${OBJ[@]}" ListJobs
+}
+check "busctl reads State, Version, QueueDepth, Gpus and calls ListJobs" bus_properties
+
+bus_refused() {
+  expect_failure 'access denied|not allowed|denied' as_user operator "${BUS[@]}" call "${OBJ[@]}" Pause || return 1
+  expect_output '^s "ready"$' "${BUS[@]}" get-property "${OBJ[@]}" State
+}
+check "Pause from a user outside group cuzk is refused by the bus" bus_refused
+
+bus_group() {
+  as_user curio "${BUS[@]}" call "${OBJ[@]}" Pause || return 1
+  expect_output '^s "paused"$' "${BUS[@]}" get-property "${OBJ[@]}" State || return 1
+  as_user curio "${BUS[@]}" call "${OBJ[@]}" Resume || return 1
+  expect_output '^s "ready"$' "${BUS[@]}" get-property "${OBJ[@]}" State
+}
+check "Pause and Resume from a member of group cuzk" bus_group
+
+# --- a proof, kill -9 in the middle, restart, the job completes ----------------------------
+main_pid() { in_ct systemctl show -p MainPID --value cuzk.service; }
+nrestarts() { in_ct systemctl show -p NRestarts --value cuzk.service; }
+job_running() { in_ct cuzk-bench status -a "$ADDR" 2>/dev/null | grep -Eq 'booted-kill|in progress +[1-9]'; }
+restarted_after() {  # PID: the service is active again with another main PID
+  local pid; pid="$(main_pid)"
+  [ "$(in_ct systemctl is-active cuzk.service)" = active ] && [ "$pid" != 0 ] && [ "$pid" != "$1" ]
+}
+
+kill_and_finish() {
+  in_ct timeout 300 cuzk-bench single -a "$ADDR" --c1 /root/c1.json --request-id booted-kill \
+    >"$WORK/single-1.log" 2>&1 &
+  local client=$! before pid
+  wait_for 60 job_running || { cat "$WORK/single-1.log"; return 1; }
+  pid="$(main_pid)"; before="$(nrestarts)"
+  echo "job booted-kill is running in cuzkd pid $pid; kill -9"
+  in_ct sh -c 'kill -9 "$1"' sh "$pid"
+  wait "$client"; echo "first client, whose connection died: exit $?"
+  wait_for 60 restarted_after "$pid" || return 1
+  echo "restarted: pid $(main_pid), NRestarts $before -> $(nrestarts)"
+  [ "$(nrestarts)" -gt "$before" ] || return 1
+  # The job was spooled before it was acknowledged: after the restart it runs again, and the
+  # same request id attaches to it.
+  expect_output '^booted-kill COMPLETED' in_ct timeout 300 \
+    cuzk-bench single -a "$ADDR" --c1 /root/c1.json --request-id booted-kill
+}
+check "kill -9 mid-proof: systemd restarts cuzkd and the spooled job completes" kill_and_finish
+
+# cuzkd's own records (_SYSTEMD_UNIT=): systemd's records about the unit carry a JOB_ID of
+# their own (systemd's job number), which must not satisfy this check.
+journal_fields() {
+  local out
+  out="$(in_ct journalctl _SYSTEMD_UNIT=cuzk.service -o verbose --no-pager)"
+  local f missing=0
+  for f in JOB_ID PROOF_KIND STAGE; do
+    if grep -Eq "^ +$f=" <<<"$out"; then
+      grep -E "^ +$f=" <<<"$out" | sort | uniq -c | head -5
+    else
+      echo "no $f= field in journalctl -u cuzk -o verbose"; missing=1
+    fi
+  done
+  [ $missing = 0 ] || return 1
+  # and a job's records can be selected by its field
+  in_ct journalctl _SYSTEMD_UNIT=cuzk.service JOB_ID=booted-kill -o cat --no-pager | tail -5
+  [ -n "$(in_ct journalctl _SYSTEMD_UNIT=cuzk.service JOB_ID=booted-kill -o cat --no-pager)" ]
+}
+check "journalctl -u cuzk -o verbose shows JOB_ID, PROOF_KIND, STAGE" journal_fields
+
+# --- the watchdog --------------------------------------------------------------------------
+watchdog() {
+  local pid before
+  pid="$(main_pid)"; before="$(nrestarts)"
+  echo "SIGSTOP to cuzkd pid $pid (WatchdogSec=${WATCHDOG_SECS}s)"
+  in_ct sh -c 'kill -STOP "$1"' sh "$pid"
+  wait_for $((WATCHDOG_SECS + 60)) restarted_after "$pid" || return 1
+  echo "restarted: pid $(main_pid), NRestarts $before -> $(nrestarts)"
+  in_ct journalctl -u cuzk.service --no-pager -o cat | grep -i watchdog | tail -3
+  in_ct journalctl -u cuzk.service --no-pager -o cat | grep -qi 'watchdog timeout' || return 1
+  expect_output '^uptime' in_ct timeout 60 cuzk-bench status -a "$ADDR"
+}
+check "SIGSTOP: the watchdog restarts cuzkd, which answers again" watchdog
+
+# --- a clean stop leaves the socket listening -----------------------------------------------
+clean_stop() {
+  in_ct systemctl stop cuzk.service || return 1
+  in_ct systemctl show -p Result,ExecMainStatus cuzk.service
+  [ "$(in_ct systemctl show -p Result --value cuzk.service)" = success ] || return 1
+  [ "$(in_ct systemctl is-active cuzk.socket)" = active ] || return 1
+  expect_output '^uptime' in_ct timeout 120 cuzk-bench status -a "$ADDR"
+}
+check "systemctl stop drains and exits cleanly; the socket still activates it" clean_stop
+
+echo "--- cuzk.service journal (last 15 lines) ---"
+in_ct journalctl -u cuzk.service -u cuzk.socket --no-pager -o short-monotonic | tail -n 15
+echo "booted-systemd test: $(( $(date +%s) - T0 ))s"
+echo "$PASSED passed, $FAILED failed"
+[ "$FAILED" = 0 ]
