@@ -133,6 +133,14 @@ pub struct EngineStatus {
     pub memory: MemoryStatus,
     pub srs: Vec<ResidentStatus>,
     pub workers: Vec<WorkerStatus>,
+    pub devices: Vec<DeviceStatus>,
+}
+
+/// One device: its name and, for GPUs, its memory arena's counters.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeviceStatus {
+    pub name: String,
+    pub memory: Option<MemoryStatus>,
 }
 
 impl EngineStatus {
@@ -1234,6 +1242,11 @@ impl Engine {
                     job_id: id.clone(),
                     kind: id.as_ref().and_then(|id| s.jobs.get(id)).map(|j| j.kind),
                 })
+                .collect(),
+            devices: inner
+                .devices
+                .iter()
+                .map(|d| DeviceStatus { name: d.name.clone(), memory: d.memory.as_ref().map(|probe| probe()) })
                 .collect(),
         }
     }

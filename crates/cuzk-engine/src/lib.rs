@@ -79,7 +79,7 @@ pub mod runner;
 pub mod spool;
 
 pub use engine::{
-    default_memory_budget, DrainReport, Engine, EngineConfig, EngineState, EngineStatus,
+    default_memory_budget, DeviceStatus, DrainReport, Engine, EngineConfig, EngineState, EngineStatus,
     MemoryStatus, QueueStatus, WorkerStatus,
 };
 pub use error::{EngineError, RunError};
@@ -89,6 +89,6 @@ pub use job::{
 };
 pub use residency::ResidentStatus;
 pub use runner::{
-    partition_footprint, CancelToken, Device, DeviceBackend, JobPlan, PoRepRunner, ProofOutput,
+    partition_footprint, CancelToken, Device, DeviceBackend, JobPlan, MemoryProbe, PoRepRunner, ProofOutput,
     ProofRunner, ProveContext, SrsRef, Synthesized,
 };

@@ -130,5 +130,29 @@ pub fn render(st: &EngineStatus) -> String {
         "1 while the worker proves a job.",
         &busy,
     );
+    let per_device = |f: &dyn Fn(&crate::engine::MemoryStatus) -> u64| -> Vec<(String, f64)> {
+        st.devices
+            .iter()
+            .filter_map(|d| d.memory.as_ref().map(|m| (format!("{{device=\"{}\"}}", d.name), f(m) as f64)))
+            .collect()
+    };
+    metric(
+        "cuzk_device_memory_budget_bytes",
+        "gauge",
+        "Device memory budget of each GPU's arena.",
+        &per_device(&|m| m.budget_bytes),
+    );
+    metric(
+        "cuzk_device_memory_in_use_bytes",
+        "gauge",
+        "Device memory held by each GPU's arena now.",
+        &per_device(&|m| m.in_use_bytes),
+    );
+    metric(
+        "cuzk_device_memory_high_water_bytes",
+        "gauge",
+        "Most device memory each GPU's arena held at once.",
+        &per_device(&|m| m.high_water_bytes),
+    );
     out
 }

@@ -27,6 +27,8 @@ use cuzk_filecoin::params::{seal_params_path, use_proof_dirs};
 use cuzk_filecoin::{parse_c1, prover_id_from_miner, C1Input, PoRepError, PoRepJob, SectorIdentity};
 use cuzk_groth16::{Backend, BackendError, NttDirection, PartitionWitness, Selection, Srs, SrsShape};
 
+use crate::engine::MemoryStatus;
+
 use crate::error::RunError;
 use crate::job::{JobRequest, ProofKind};
 
@@ -123,20 +125,32 @@ pub trait ProofRunner: Send + Sync + 'static {
     fn srs_for_circuit(&self, circuit_id: &str) -> Result<SrsRef, RunError>;
 }
 
-/// A compute device as the engine schedules it: a backend and a name for status and logs.
+/// Reads a device's memory counters (budget, in use, high-water) for status reports.
+pub type MemoryProbe = Arc<dyn Fn() -> MemoryStatus + Send + Sync>;
+
+/// A compute device as the engine schedules it: a backend, a name for status and logs, and
+/// for GPUs a probe of its memory arena.
 #[derive(Clone)]
 pub struct Device {
     pub name: String,
     pub backend: Arc<dyn Backend>,
+    pub memory: Option<MemoryProbe>,
 }
 
 impl Device {
+    pub fn new(name: impl Into<String>, backend: Arc<dyn Backend>) -> Device {
+        Device { name: name.into(), backend, memory: None }
+    }
+
+    /// Reports `probe()` as this device's memory in [`crate::EngineStatus::devices`].
+    pub fn with_memory(mut self, probe: MemoryProbe) -> Device {
+        self.memory = Some(probe);
+        self
+    }
+
     /// The CPU backend, as one device.
     pub fn cpu() -> Device {
-        Device {
-            name: "cpu".into(),
-            backend: Arc::new(cuzk_groth16::CpuBackend),
-        }
+        Device::new("cpu", Arc::new(cuzk_groth16::CpuBackend))
     }
 }
 

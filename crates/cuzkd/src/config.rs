@@ -18,6 +18,8 @@ pub struct Config {
     pub srs: SrsConfig,
     pub gpus: GpusConfig,
     pub engine: EngineSettings,
+    pub dbus: DbusConfig,
+    pub log: LogConfig,
 }
 
 #[derive(Clone, Debug, Deserialize, PartialEq)]
@@ -102,6 +104,54 @@ pub struct EngineSettings {
     pub result_ttl_secs: Option<u64>,
 }
 
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum BusChoice {
+    /// The system bus, where `org.cuzk.Prover1` lives on a server (the policy file lets the
+    /// `cuzk` user own the name).
+    #[default]
+    System,
+    /// The session bus (`DBUS_SESSION_BUS_ADDRESS`): for tests and development.
+    Session,
+    /// No D-Bus interface.
+    None,
+}
+
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct DbusConfig {
+    /// Which bus carries the control interface. If it cannot be reached, or the name is
+    /// taken, the daemon logs an error and goes on proving without it.
+    pub bus: BusChoice,
+}
+
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum LogTarget {
+    /// journald (with JOB_ID, PROOF_KIND, GPU, STAGE fields) when its socket exists,
+    /// else stderr.
+    #[default]
+    Auto,
+    Journald,
+    Stderr,
+}
+
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct LogConfig {
+    pub target: LogTarget,
+    /// A tracing filter (`info`, `debug`, `info,cuzk_engine=debug`); `RUST_LOG` overrides it.
+    /// Dependencies' (zbus, h2, tonic) chatter below `warn` is always filtered out unless
+    /// named here.
+    pub level: String,
+}
+
+impl Default for LogConfig {
+    fn default() -> Self {
+        LogConfig { target: LogTarget::Auto, level: "info".into() }
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     #[error("config {path}: {source}")]
@@ -142,6 +192,11 @@ impl Config {
             .listen
             .parse::<cuzk_proto::Address>()
             .map_err(|e| invalid(format!("[daemon] listen: {e}")))?;
+        config
+            .log
+            .level
+            .parse::<tracing_subscriber::EnvFilter>()
+            .map_err(|e| invalid(format!("[log] level = {:?}: {e}", config.log.level)))?;
         if config.daemon.max_message_bytes < 4 << 20 {
             return Err(invalid(format!(
                 "[daemon] max_message_bytes = {} is below 4 MiB; a PoRep C1 output needs far more",
@@ -181,6 +236,12 @@ mod tests {
         assert!(e.to_string().contains("deamon"), "{e}");
         let e = Config::parse("[daemon]\nlisten = \"nowhere\"\n", "t.toml").unwrap_err();
         assert!(e.to_string().contains("[daemon] listen"), "{e}");
+        let e = Config::parse("[dbus]\nbus = \"sytem\"\n", "t.toml").unwrap_err();
+        assert!(e.to_string().contains("sytem"), "{e}");
+        let c = Config::parse("[dbus]\nbus = \"none\"\n[log]\ntarget = \"stderr\"\nlevel = \"debug\"\n", "t.toml").unwrap();
+        assert_eq!((c.dbus.bus, c.log.target, c.log.level.as_str()), (BusChoice::None, LogTarget::Stderr, "debug"));
+        let e = Config::parse("[log]\nlevel = \"info,=[\"\n", "t.toml").unwrap_err();
+        assert!(e.to_string().contains("[log] level"), "{e}");
         let e = Config::parse("[gpus]\ngpu_workers_per_device = 0\n", "t.toml").unwrap_err();
         assert!(e.to_string().contains("at least 1"), "{e}");
     }

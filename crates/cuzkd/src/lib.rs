@@ -5,6 +5,8 @@
 //! only parses arguments.
 
 pub mod config;
+pub mod dbus;
+pub mod logging;
 pub mod service;
 
 use std::os::fd::FromRawFd;
@@ -13,7 +15,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use config::{BackendChoice, Config, GpusConfig};
-use cuzk_engine::{Device, Engine, EngineConfig, PoRepRunner};
+use cuzk_engine::{Device, Engine, EngineConfig, MemoryStatus, PoRepRunner};
 use cuzk_proto::{Address, ProvingEngineServer};
 use sd_notify::NotifyState;
 
@@ -24,8 +26,17 @@ fn devices(g: &GpusConfig) -> Result<Vec<Device>> {
         ordinals
             .iter()
             .map(|&o| {
-                let gpu = cuzk_gpu::GpuBackend::open(o, cuzk_gpu::VramBudget::default())?;
-                Ok(Device { name: format!("gpu{o} {}", gpu.device().name), backend: Arc::new(gpu) })
+                let gpu = Arc::new(cuzk_gpu::GpuBackend::open(o, cuzk_gpu::VramBudget::default())?);
+                let name = format!("gpu{o} {}", gpu.device().name);
+                let probe = gpu.clone();
+                Ok(Device::new(name, gpu).with_memory(Arc::new(move || {
+                    let c = probe.arena_counters();
+                    MemoryStatus {
+                        budget_bytes: c.budget as u64,
+                        in_use_bytes: c.in_use as u64,
+                        high_water_bytes: c.high_water as u64,
+                    }
+                })))
             })
             .collect()
     };
@@ -71,6 +82,8 @@ pub async fn shutdown_signal() {
 
 /// Runs the daemon until `shutdown` resolves, then drains. Everything `cuzkd` does.
 pub async fn run(cfg: Config, shutdown: impl std::future::Future<Output = ()> + Send + 'static) -> Result<()> {
+    // D-Bus first, so that `State` reads "starting" while the engine recovers its spool.
+    let control = dbus::Control::start(cfg.dbus.bus).await;
     let devices = devices(&cfg.gpus)?;
     let runner = PoRepRunner::new(&cfg.srs.param_cache, cfg.srs.parent_cache.as_deref())
         .map_err(|e| anyhow::anyhow!("[srs]: {e}"))?;
@@ -87,6 +100,8 @@ pub async fn run(cfg: Config, shutdown: impl std::future::Future<Output = ()> + 
     }
     let engine = tokio::task::spawn_blocking(move || Engine::start(ec, Arc::new(runner), devices))
         .await??;
+    control.attach(&engine);
+    logging::log_job_events(&engine);
 
     let max = cfg.daemon.max_message_bytes;
     let service = ProvingEngineServer::new(service::ProvingService { engine: engine.clone() })

@@ -27,8 +27,6 @@ fn config_path() -> PathBuf {
 }
 
 fn main() -> ExitCode {
-    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info,h2=warn,tower=warn,hyper=warn"))
-        .init();
     let path = config_path();
     let cfg = match Config::load(&path) {
         Ok(c) => c,
@@ -37,6 +35,8 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    let target = cuzkd::logging::init(&cfg.log);
+    tracing::info!("cuzkd {} starting (config {}, logs to {target})", env!("CARGO_PKG_VERSION"), path.display());
     let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {

@@ -146,12 +146,18 @@ impl cuzk_proto::ProvingEngine for ProvingService {
                 .workers
                 .iter()
                 .enumerate()
-                .map(|(i, w)| v1::GpuStatus {
-                    ordinal: i as u32,
-                    name: w.device.clone(),
-                    current_job_id: w.job_id.clone().unwrap_or_default(),
-                    current_proof_kind: w.kind.map(|k| k.queue_name().to_string()).unwrap_or_default(),
-                    ..Default::default()
+                .map(|(i, w)| {
+                    // A GPU's "VRAM" here is its arena: the budget cuzk may use, and what
+                    // of it is free now. The CPU device reports zeros.
+                    let mem = s.devices.iter().find(|d| d.name == w.device).and_then(|d| d.memory);
+                    v1::GpuStatus {
+                        ordinal: i as u32,
+                        name: w.device.clone(),
+                        vram_total_bytes: mem.map_or(0, |m| m.budget_bytes),
+                        vram_free_bytes: mem.map_or(0, |m| m.budget_bytes.saturating_sub(m.in_use_bytes)),
+                        current_job_id: w.job_id.clone().unwrap_or_default(),
+                        current_proof_kind: w.kind.map(|k| k.queue_name().to_string()).unwrap_or_default(),
+                    }
                 })
                 .collect(),
             loaded_srs: s

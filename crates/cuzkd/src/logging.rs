@@ -1,0 +1,98 @@
+//! Logging: journald with structured fields when the journal is there, stderr otherwise.
+//!
+//! Everything logs through `tracing` (the `log` records of the engine and the libraries are
+//! bridged in). Job state changes are logged by [`log_job_events`] with the fields
+//! `JOB_ID`, `PROOF_KIND`, `STAGE` and, once a job is on a device, `GPU`, so that
+//! `journalctl -u cuzk JOB_ID=porep-1000-1` shows one job's story.
+
+use std::path::Path;
+
+use cuzk_engine::Engine;
+use tokio::sync::broadcast::error::RecvError;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
+use tracing_subscriber::EnvFilter;
+
+use crate::config::{LogConfig, LogTarget};
+
+/// Where journald listens for native-protocol messages.
+const JOURNAL_SOCKET: &str = "/run/systemd/journal/socket";
+
+/// Dependencies that log a lot below `warn` (zbus traces every message it routes;
+/// filecoin-proofs logs every parameter read).
+const QUIET: &str = "h2=warn,hyper=warn,hyper_util=warn,tower=warn,tonic=warn,zbus=warn,tracing=warn,\
+                     filecoin_proofs=warn,storage_proofs_core=warn,storage_proofs_porep=warn,bellperson=warn";
+
+/// The filter: `RUST_LOG` if set, else the configured level; the dependencies in [`QUIET`]
+/// stay at `warn` unless the level names them.
+pub fn filter(level: &str) -> EnvFilter {
+    let wanted = std::env::var("RUST_LOG").ok().filter(|v| !v.trim().is_empty()).unwrap_or_else(|| level.to_string());
+    EnvFilter::try_new(format!("{QUIET},{wanted}")).unwrap_or_else(|e| {
+        eprintln!("cuzkd: log filter {wanted:?}: {e}; using \"info\"");
+        EnvFilter::new(format!("{QUIET},info"))
+    })
+}
+
+/// Installs the global subscriber. Returns where the logs go, for the first log line.
+pub fn init(cfg: &LogConfig) -> &'static str {
+    let want_journal = match cfg.target {
+        LogTarget::Stderr => false,
+        LogTarget::Journald => true,
+        LogTarget::Auto => Path::new(JOURNAL_SOCKET).exists(),
+    };
+    let journald = if want_journal {
+        match tracing_journald::layer() {
+            Ok(l) => Some(l.with_field_prefix(None).with_syslog_identifier("cuzkd".into())),
+            Err(e) => {
+                eprintln!("cuzkd: journald unavailable ({e}); logging to stderr");
+                None
+            }
+        }
+    } else {
+        None
+    };
+    let registry = tracing_subscriber::registry().with(filter(&cfg.level));
+    let (result, target) = match journald {
+        Some(j) => (registry.with(j).try_init(), "journald"),
+        None => (
+            registry.with(tracing_subscriber::fmt::layer().with_writer(std::io::stderr).with_ansi(false)).try_init(),
+            "stderr",
+        ),
+    };
+    if let Err(e) = result {
+        eprintln!("cuzkd: logging already initialised ({e})");
+    }
+    target
+}
+
+/// Logs every job state change with structured fields, for the life of the engine.
+pub fn log_job_events(engine: &Engine) {
+    let mut events = engine.subscribe();
+    let engine = engine.clone();
+    tokio::spawn(async move {
+        loop {
+            match events.recv().await {
+                Ok(ev) => {
+                    let info = engine.job(&ev.job_id).ok();
+                    let gpu = info.as_ref().and_then(|j| j.device.clone()).unwrap_or_default();
+                    let error = info.as_ref().and_then(|j| j.error.clone());
+                    let kind = ev.kind.queue_name();
+                    let stage = ev.state.name();
+                    match error {
+                        Some(error) if ev.state.is_terminal() => tracing::warn!(
+                            JOB_ID = %ev.job_id, PROOF_KIND = kind, STAGE = stage, GPU = %gpu,
+                            "job {} {stage}: {error}", ev.job_id
+                        ),
+                        _ => tracing::info!(
+                            JOB_ID = %ev.job_id, PROOF_KIND = kind, STAGE = stage, GPU = %gpu,
+                            "job {} {stage}{}", ev.job_id,
+                            if gpu.is_empty() { String::new() } else { format!(" on {gpu}") }
+                        ),
+                    }
+                }
+                Err(RecvError::Lagged(n)) => tracing::warn!("{n} job state changes were not logged (too many at once)"),
+                Err(RecvError::Closed) => break,
+            }
+        }
+    });
+}
