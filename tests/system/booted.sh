@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Booted-systemd system test: cuzk installed as an operator would (the release binaries and
+# Booted-systemd system test: cuzk installed as an visitor would (the release binaries and
 # systemd/ exactly as shipped) into a minimal Debian root filesystem, booted with systemd as
 # PID 1 under systemd-nspawn, then checked from outside: socket activation, permissions on
 # the socket and on D-Bus, journald fields, restart after SIGKILL with the job finishing,
@@ -74,11 +74,11 @@ backend = "cpu"
 TOML
 # The lotus-bench envelope: it carries the sector number the proof is bound to.
 install -m 0644 "$FIXTURE/c1.envelope.json" "$ROOT/root/c1.json"
-# Two local users, made at boot by sysusers with cuzk's own: "operator" is in no group of
+# Two local users, made at boot by sysusers with cuzk's own: "visitor" is in no group of
 # cuzk's, "curio" (as Curio's user would be) is a member of group cuzk.
 cat >"$ROOT/etc/sysusers.d/booted-test.conf" <<'SYSUSERS'
-u operator - "booted.sh: a user outside group cuzk"
-u curio - "booted.sh: a member of group cuzk"
+u visitor - "booted.sh user outside group cuzk"
+u curio - "booted.sh user in group cuzk"
 m curio cuzk
 SYSUSERS
 set +e
@@ -89,6 +89,12 @@ boot "$ROOT" \
   --bind-ro="$FIXTURE/parents:/var/tmp/filecoin-parents" \
   || { cat "$WORK/console.log"; exit 1; }
 echo "booted; $(( $(date +%s) - T0 ))s since start"
+if [ -n "${CUZK_BOOTED_KEEP:-}" ]; then
+  # For debugging: keep the container up instead of checking; enter it with nsenter.
+  echo "container up: nsenter -t $LEADER -a bash   (Ctrl-C or kill $$ to power it off)"
+  while kill -0 "$NSPAWN_PID" 2>/dev/null; do sleep 1; done
+  exit 0
+fi
 
 # --- before the first connection -----------------------------------------------------------
 booted_clean() {
@@ -152,38 +158,38 @@ service_state() {
 }
 check "READY, STATUS= text, StateDirectory, user cuzk without capabilities" service_state
 
-socket_refused() { expect_failure 'denied|permission' as_user operator cuzk-bench status -a "$ADDR"; }
+socket_refused() { expect_failure 'denied|permission' as_user visitor cuzk-bench status -a "$ADDR"; }
 check "the socket refuses a user outside group cuzk" socket_refused
 socket_group() { expect_output '^uptime' as_user curio cuzk-bench status -a "$ADDR"; }
 check "the socket admits a member of group cuzk" socket_group
 
 # --- D-Bus ---------------------------------------------------------------------------------
 bus_introspect() {
-  expect_output '\.Pause +method' as_user operator "${BUS[@]}" introspect "${OBJ[@]}" || return 1
-  expect_output '\.State +property +s' as_user operator "${BUS[@]}" introspect "${OBJ[@]}"
+  expect_output '\.Pause +method' as_user visitor "${BUS[@]}" introspect "${OBJ[@]}" || return 1
+  expect_output '\.State +property +s' as_user visitor "${BUS[@]}" introspect "${OBJ[@]}"
 }
 check "busctl introspects org.cuzk.Prover1 at /org/cuzk/Prover1 (as an unprivileged user)" bus_introspect
 
 bus_properties() {
-  expect_output '^s "ready"$' as_user operator "${BUS[@]}" get-property "${OBJ[@]}" State || return 1
-  expect_output '^s "' "${BUS[@]}" get-property "${OBJ[@]}" Version || return 1
-  expect_output '^u [0-9]+$' "${BUS[@]}" get-property "${OBJ[@]}" QueueDepth || return 1
-  expect_output '^a\(sttt\)' "${BUS[@]}" get-property "${OBJ[@]}" Gpus || return 1
-  expect_output '^a\(sss\)' as_user operator "${BUS[@]}" call "${OBJ[@]}" ListJobs
+  expect_output '^s "ready"$' as_user visitor "${BUS[@]}" get-property "${OBJ[@]}" State || return 1
+  expect_output '^s "' in_ct "${BUS[@]}" get-property "${OBJ[@]}" Version || return 1
+  expect_output '^u [0-9]+$' in_ct "${BUS[@]}" get-property "${OBJ[@]}" QueueDepth || return 1
+  expect_output '^a\(sttt\)' in_ct "${BUS[@]}" get-property "${OBJ[@]}" Gpus || return 1
+  expect_output '^a\(sss\)' as_user visitor "${BUS[@]}" call "${OBJ[@]}" ListJobs
 }
 check "busctl reads State, Version, QueueDepth, Gpus and calls ListJobs" bus_properties
 
 bus_refused() {
-  expect_failure 'access denied|not allowed|denied' as_user operator "${BUS[@]}" call "${OBJ[@]}" Pause || return 1
-  expect_output '^s "ready"$' "${BUS[@]}" get-property "${OBJ[@]}" State
+  expect_failure 'access denied|not allowed|denied' as_user visitor "${BUS[@]}" call "${OBJ[@]}" Pause || return 1
+  expect_output '^s "ready"$' in_ct "${BUS[@]}" get-property "${OBJ[@]}" State
 }
 check "Pause from a user outside group cuzk is refused by the bus" bus_refused
 
 bus_group() {
   as_user curio "${BUS[@]}" call "${OBJ[@]}" Pause || return 1
-  expect_output '^s "paused"$' "${BUS[@]}" get-property "${OBJ[@]}" State || return 1
+  expect_output '^s "paused"$' in_ct "${BUS[@]}" get-property "${OBJ[@]}" State || return 1
   as_user curio "${BUS[@]}" call "${OBJ[@]}" Resume || return 1
-  expect_output '^s "ready"$' "${BUS[@]}" get-property "${OBJ[@]}" State
+  expect_output '^s "ready"$' in_ct "${BUS[@]}" get-property "${OBJ[@]}" State
 }
 check "Pause and Resume from a member of group cuzk" bus_group
 

@@ -74,8 +74,10 @@ shutdown_container() {
   [ -n "${NSPAWN_PID:-}" ] || return 0
   if kill -0 "$NSPAWN_PID" 2>/dev/null; then
     in_ct systemctl poweroff >/dev/null 2>&1 || true
-    for _ in $(seq 40); do kill -0 "$NSPAWN_PID" 2>/dev/null || break; sleep 0.5; done
-    kill "$NSPAWN_PID" 2>/dev/null || true
+    for _ in $(seq 30); do kill -0 "$NSPAWN_PID" 2>/dev/null || break; sleep 0.5; done
+    # Still up (a proof draining, say): SIGKILL to the container's PID 1 ends every process
+    # in its PID namespace, and nspawn with it.
+    kill -KILL "$LEADER" 2>/dev/null || true
     wait "$NSPAWN_PID" 2>/dev/null || true
   fi
   NSPAWN_PID=""
