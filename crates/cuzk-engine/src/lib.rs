@@ -21,9 +21,9 @@
 //! The PoRep runner ([`PoRepRunner`]) uses cuzk-filecoin's staged `PoRepJob`: its synthesis
 //! stage checks the input and synthesizes partition 0 (so a single-partition proof, and the
 //! first partition of a multi-partition one, is synthesized while another job proves); the
-//! proving stage proves partition 0, then synthesizes and proves the others one at a time,
-//! holding one witness at a time. Overlapping partition k + 1's synthesis with partition k's
-//! proof inside one job is the next step (it needs two witnesses' worth of reservation).
+//! proving stage proves partition k while partition k + 1 is synthesized on another thread
+//! ([`runner::pipeline_partitions`]; on a GPU only: on the CPU backend both would share the
+//! same cores), so a multi-partition job reserves two witnesses' worth of host memory.
 //!
 //! # Use
 //!

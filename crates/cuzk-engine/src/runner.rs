@@ -274,14 +274,46 @@ pub struct PoRepRunner {
 }
 
 /// What the PoRep synthesis stage hands to proving: the checked job and partition 0's
-/// witness, synthesized ahead under the job's memory reservation (one partition's
-/// footprint). Later partitions are synthesized one at a time while proving, so the job never
-/// holds more than one witness.
+/// witness, synthesized ahead under the job's memory reservation. Later partitions are
+/// synthesized while the previous one proves (see [`pipeline_partitions`]), so a
+/// multi-partition job holds at most two witnesses, which its reservation covers.
 struct PoRepWork {
     job: PoRepJob,
     id: SectorIdentity,
     first: PartitionWitness,
     first_synthesis: Duration,
+}
+
+/// Proves partitions `0..n` in order. With `overlap`, partition k + 1 is synthesized on its
+/// own thread while partition k proves, so that the device never waits for the CPU between
+/// partitions (a 32 GiB PoRep has 10); without it, one after the other, holding one witness.
+/// `first` is partition 0's witness when it was synthesized ahead. Stops at the first error
+/// (after the synthesis in flight, if any, has ended: it cannot be interrupted).
+pub fn pipeline_partitions<W: Send, P, E: Send>(
+    n: usize,
+    first: Option<W>,
+    overlap: bool,
+    synthesize: impl Fn(usize) -> Result<W, E> + Sync,
+    mut prove: impl FnMut(usize, W) -> Result<P, E>,
+) -> Result<Vec<P>, E> {
+    let mut out = Vec::with_capacity(n);
+    std::thread::scope(|scope| {
+        let synthesize = &synthesize;
+        let mut ready = first;
+        let mut ahead: Option<std::thread::ScopedJoinHandle<'_, Result<W, E>>> = None;
+        for k in 0..n {
+            let w = match (ready.take(), ahead.take()) {
+                (Some(w), _) => w,
+                (None, Some(h)) => h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))?,
+                (None, None) => synthesize(k)?,
+            };
+            if overlap && k + 1 < n {
+                ahead = Some(scope.spawn(move || synthesize(k + 1)));
+            }
+            out.push(prove(k, w)?);
+        }
+        Ok(out)
+    })
 }
 
 fn porep_error(e: PoRepError, cancel: &CancelToken) -> RunError {
@@ -352,8 +384,10 @@ impl ProofRunner for PoRepRunner {
         let c1 = Self::parse(request)?;
         let srs = self.srs_ref(c1.registered_proof())?;
         let shape = Srs::shape(&srs.path).map_err(|e| RunError::Params(e.to_string()))?;
+        // Two witnesses at once when partitions are pipelined (see `prove`).
+        let witnesses = (c1.registered_proof().partitions() as u64).clamp(1, 2);
         Ok(JobPlan {
-            footprint_bytes: partition_footprint(&shape) + 2 * request.payload_bytes(),
+            footprint_bytes: witnesses * partition_footprint(&shape) + 2 * request.payload_bytes(),
             srs: Some(srs),
         })
     }
@@ -406,25 +440,29 @@ impl ProofRunner for PoRepRunner {
             .srs
             .ok_or_else(|| RunError::Prove("internal: PoRep proving needs parameters".into()))?;
         let PoRepWork { job, id, first, first_synthesis } = *work;
-        let mut synthesis = first_synthesis;
-        let mut proofs = Vec::with_capacity(job.partitions());
-        let mut witness = Some(first);
-        for k in 0..job.partitions() {
-            ctx.cancel.check()?;
-            let w = match witness.take() {
-                Some(w) => w,
-                None => {
-                    let (w, t) = job.synthesize(k).map_err(|e| porep_error(e, ctx.cancel))?;
-                    synthesis += t.circuit + t.synthesis;
-                    w
-                }
-            };
-            let (r, s) = cuzk_groth16::prover::random_blinding(&mut rand::rngs::OsRng);
-            let (proof, _) = cuzk_groth16::prove(ctx.backend, srs, w, r, s).map_err(|e| {
-                porep_error(PoRepError::Prove { partition: k, source: e }, ctx.cancel)
-            })?;
-            proofs.push(proof);
-        }
+        // Pipelining only pays when the device is not the CPU that synthesizes.
+        let overlap = ctx.backend.name() != cuzk_groth16::CpuBackend.name();
+        let synthesis_ns = AtomicU64::new(first_synthesis.as_nanos() as u64);
+        let proofs = pipeline_partitions(
+            job.partitions(),
+            Some(first),
+            overlap,
+            |k| {
+                ctx.cancel.check()?;
+                let (w, t) = job.synthesize(k).map_err(|e| porep_error(e, ctx.cancel))?;
+                synthesis_ns.fetch_add((t.circuit + t.synthesis).as_nanos() as u64, Ordering::Relaxed);
+                Ok(w)
+            },
+            |k, w| {
+                ctx.cancel.check()?;
+                let (r, s) = cuzk_groth16::prover::random_blinding(&mut rand::rngs::OsRng);
+                let (proof, _) = cuzk_groth16::prove(ctx.backend, srs, w, r, s).map_err(|e| {
+                    porep_error(PoRepError::Prove { partition: k, source: e }, ctx.cancel)
+                })?;
+                Ok(proof)
+            },
+        )?;
+        let synthesis = Duration::from_nanos(synthesis_ns.load(Ordering::Relaxed));
         ctx.cancel.check()?;
         let (proof, t) = job.finish(&proofs, id).map_err(|e| porep_error(e, ctx.cancel))?;
         Ok(ProofOutput {
@@ -469,6 +507,65 @@ mod tests {
             "ni-porep-64g"
         );
         assert_eq!(PoRepRunner::circuit_id(P::StackedDrg512MiBV1), "porep-512m");
+    }
+
+    /// Partition k + 1's synthesis runs while partition k proves, results stay in order,
+    /// and without overlap nothing runs at once.
+    #[test]
+    fn partitions_are_pipelined_in_order() {
+        for overlap in [true, false] {
+            let synthesizing = AtomicU64::new(0);
+            let overlapped = AtomicU64::new(0);
+            let synthesized = Mutex::new(Vec::new());
+            let proofs = pipeline_partitions(
+                4,
+                Some(0usize),
+                overlap,
+                |k| {
+                    synthesizing.fetch_add(1, Ordering::SeqCst);
+                    std::thread::sleep(Duration::from_millis(30));
+                    synthesized.lock().unwrap().push(k);
+                    synthesizing.fetch_sub(1, Ordering::SeqCst);
+                    Ok::<_, String>(k)
+                },
+                |k, w| {
+                    assert_eq!(k, w, "partition {k} got witness {w}");
+                    let end = Instant::now() + Duration::from_millis(1000);
+                    while Instant::now() < end {
+                        if synthesizing.load(Ordering::SeqCst) > 0 {
+                            overlapped.fetch_add(1, Ordering::SeqCst);
+                            break;
+                        }
+                        std::thread::sleep(Duration::from_millis(1));
+                    }
+                    Ok(k * 10)
+                },
+            )
+            .unwrap();
+            assert_eq!(proofs, [0, 10, 20, 30]);
+            assert_eq!(*synthesized.lock().unwrap(), [1, 2, 3], "partition 0 came ready");
+            // Proofs 0, 1 and 2 each saw the next partition synthesizing; proof 3 had none next.
+            assert_eq!(overlapped.load(Ordering::SeqCst), if overlap { 3 } else { 0 }, "overlap = {overlap}");
+        }
+    }
+
+    #[test]
+    fn a_failed_partition_stops_the_pipeline() {
+        let proved = AtomicU64::new(0);
+        let r = pipeline_partitions(
+            5,
+            None,
+            true,
+            |k| if k == 2 { Err(format!("partition {k} unsatisfied")) } else { Ok(k) },
+            |_, _| {
+                proved.fetch_add(1, Ordering::SeqCst);
+                Ok::<_, String>(())
+            },
+        );
+        assert_eq!(r.unwrap_err(), "partition 2 unsatisfied");
+        assert_eq!(proved.load(Ordering::SeqCst), 2, "partitions 0 and 1 proved, then the error");
+        let r = pipeline_partitions(3, None, true, Ok::<usize, String>, |k, _| if k == 1 { Err("device lost".to_string()) } else { Ok(k) });
+        assert_eq!(r.unwrap_err(), "device lost");
     }
 
     /// Counts how many calls run at once; each NTT takes 20 ms, or, with `rendezvous`,
