@@ -1,0 +1,83 @@
+{
+  description = "cuzk: GPU Groth16 proving daemon for Filecoin, with its NixOS module";
+
+  # No flake.lock is committed yet: the first `nix flake lock` pins nixpkgs. cuzk needs a
+  # nixpkgs whose rustc is at least the workspace's rust-version (1.85).
+  inputs.nixpkgs.url = "github:NixOS/nixpkgs/nixos-unstable";
+
+  outputs =
+    { self, nixpkgs }:
+    let
+      inherit (nixpkgs) lib;
+      systems = [
+        "x86_64-linux"
+        "aarch64-linux"
+      ];
+      # CUDA's toolkit is unfree; cuzk's kernels are compiled with its nvcc.
+      pkgsFor =
+        system:
+        import nixpkgs {
+          inherit system;
+          config.allowUnfree = true;
+          overlays = [ self.overlays.default ];
+        };
+      forAllSystems = f: lib.genAttrs systems (system: f (pkgsFor system));
+      # Only what the build reads: a change to docs or tests does not rebuild the package.
+      src = lib.fileset.toSource {
+        root = ./.;
+        fileset = lib.fileset.unions [
+          ./Cargo.toml
+          ./Cargo.lock
+          ./crates
+          ./kernels
+          ./systemd
+          ./docs/service.md
+        ];
+      };
+    in
+    {
+      # pkgs.cuzk, built against the importing nixpkgs' cudaPackages (override it to pin
+      # another CUDA version, as services.cuzk.cudaPackages does).
+      overlays.default = final: prev: {
+        cuzk = final.callPackage ./nixos-module/package.nix { inherit src; };
+      };
+
+      packages = forAllSystems (pkgs: {
+        cuzk = pkgs.cuzk;
+        default = pkgs.cuzk;
+      });
+
+      # services.cuzk, with pkgs.cuzk from this flake's overlay.
+      nixosModules.default = {
+        imports = [ ./nixos-module ];
+        nixpkgs.overlays = [ self.overlays.default ];
+      };
+
+      checks = forAllSystems (pkgs: {
+        vm-socket-activated = pkgs.testers.runNixOSTest (
+          import ./nixos-module/test.nix { nixosModule = self.nixosModules.default; }
+        );
+      });
+
+      devShells = forAllSystems (pkgs: {
+        default = pkgs.mkShell {
+          inputsFrom = [ pkgs.cuzk ];
+          packages = with pkgs; [
+            cargo
+            rustc
+            clippy
+            rustfmt
+            rust-analyzer
+          ];
+          # build.rs takes nvcc from NVCC: the pinned CUDA's, as in the package. For quicker
+          # kernel builds, narrow the architectures: export CUZK_GPU_ARCHS=90
+          env.NVCC = pkgs.cuzk.nvcc;
+          shellHook = ''
+            echo "cuzk dev shell: $($NVCC --version | tail -1)"
+          '';
+        };
+      });
+
+      formatter = forAllSystems (pkgs: pkgs.nixfmt-rfc-style);
+    };
+}
