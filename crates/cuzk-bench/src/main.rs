@@ -70,6 +70,9 @@ enum Cmd {
     Single {
         #[command(flatten)]
         daemon: DaemonArgs,
+        /// Proof type.
+        #[arg(short = 't', long = "type", default_value = "porep")]
+        kind: String,
         #[command(flatten)]
         porep: PoRepArgs,
         /// Request id (idempotency key) [default: a fresh one].
@@ -315,7 +318,8 @@ fn run(cli: Cli) -> Result<()> {
                 p.bytes.len()
             );
         }
-        Cmd::Single { daemon, porep, request_id, out } => {
+        Cmd::Single { daemon, kind, porep, request_id, out } => {
+            client::check_kind(&kind)?;
             block_on(client::single(&daemon.addr, &porep.target(), request_id, out.as_deref()))?
         }
         Cmd::Batch { daemon, kind, porep, count, concurrency, out_dir } => {

@@ -39,7 +39,8 @@ use crate::spool::{Spool, SpooledJobRef};
 pub struct EngineConfig {
     /// Spool and lock file live here (`/var/lib/cuzk` for the daemon).
     pub state_dir: PathBuf,
-    /// Proving workers per device; with the CPU backend (one device) the worker count.
+    /// Proving workers per device (unless the device sets its own, [`Device::with_workers`]);
+    /// with the CPU backend (one device) the worker count.
     pub gpu_workers_per_device: usize,
     /// Threads that synthesize ahead of proving.
     pub synthesis_workers: usize,
@@ -224,6 +225,8 @@ struct Inner {
     runner: Arc<dyn ProofRunner>,
     devices: Vec<Device>,
     device_locks: Vec<Mutex<()>>,
+    /// The device of each worker.
+    worker_device: Vec<usize>,
     spool: Spool,
     srs: Residency<Srs>,
     sched: Mutex<Sched>,
@@ -343,8 +346,18 @@ impl Engine {
             log::error!("spool: unreadable record {u}");
         }
 
-        let workers = config.gpu_workers_per_device * devices.len();
+        // Each device's workers: its own count when set, else gpu_workers_per_device.
+        let worker_device: Vec<usize> = devices
+            .iter()
+            .enumerate()
+            .flat_map(|(d, dev)| std::iter::repeat_n(d, dev.workers.unwrap_or(config.gpu_workers_per_device)))
+            .collect();
+        if worker_device.is_empty() {
+            return Err(EngineError::Config("every device has 0 workers; give at least one".into()));
+        }
+        let workers = worker_device.len();
         let inner = Arc::new(Inner {
+            worker_device,
             srs: Residency::new(config.srs_cache_limit_bytes),
             device_locks: devices.iter().map(|_| Mutex::new(())).collect(),
             devices,
@@ -914,7 +927,7 @@ impl Engine {
 
     fn worker_loop(&self, worker: usize) {
         let inner = &*self.inner;
-        let device = worker / inner.config.gpu_workers_per_device;
+        let device = inner.worker_device[worker];
         loop {
             let (id, kind, work, plan, cancel) = {
                 let mut s = lock(&inner.sched);
@@ -1218,7 +1231,6 @@ impl Engine {
         } else {
             EngineState::Running
         };
-        let per = inner.config.gpu_workers_per_device;
         EngineStatus {
             state,
             queues,
@@ -1238,7 +1250,7 @@ impl Engine {
                 .iter()
                 .enumerate()
                 .map(|(w, id)| WorkerStatus {
-                    device: inner.devices[w / per].name.clone(),
+                    device: inner.devices[inner.worker_device[w]].name.clone(),
                     job_id: id.clone(),
                     kind: id.as_ref().and_then(|id| s.jobs.get(id)).map(|j| j.kind),
                 })

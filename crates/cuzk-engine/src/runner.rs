@@ -135,11 +135,19 @@ pub struct Device {
     pub name: String,
     pub backend: Arc<dyn Backend>,
     pub memory: Option<MemoryProbe>,
+    /// Proving workers on this device; `None`: `EngineConfig::gpu_workers_per_device`.
+    pub workers: Option<usize>,
 }
 
 impl Device {
     pub fn new(name: impl Into<String>, backend: Arc<dyn Backend>) -> Device {
-        Device { name: name.into(), backend, memory: None }
+        Device { name: name.into(), backend, memory: None, workers: None }
+    }
+
+    /// Runs `n` proving workers on this device instead of the engine-wide count (0: none).
+    pub fn with_workers(mut self, n: usize) -> Device {
+        self.workers = Some(n);
+        self
     }
 
     /// Reports `probe()` as this device's memory in [`crate::EngineStatus::devices`].

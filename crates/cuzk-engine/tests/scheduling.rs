@@ -452,3 +452,42 @@ async fn large_payloads_wait_in_the_spool_and_a_lost_one_fails_clearly() {
     assert!(r.error.as_deref().unwrap().contains("could not be read back"), "{r:?}");
     assert_eq!(log.synthesized.lock().unwrap().as_slice(), ["big"]);
 }
+
+/// Each device runs its own number of workers when it sets one; status names every worker's
+/// device and reports each device's memory probe.
+#[tokio::test(flavor = "multi_thread")]
+async fn per_device_worker_counts_and_memory_in_status() {
+    let dir = tempfile::tempdir().unwrap();
+    let mem = MemoryStatus { budget_bytes: 80 << 30, in_use_bytes: 1 << 30, high_water_bytes: 2 << 30 };
+    let devices = vec![
+        Device::new("gpu0", std::sync::Arc::new(cuzk_groth16::CpuBackend))
+            .with_workers(2)
+            .with_memory(std::sync::Arc::new(move || mem)),
+        Device::new("gpu1", std::sync::Arc::new(cuzk_groth16::CpuBackend)).with_workers(0),
+        Device::new("gpu2", std::sync::Arc::new(cuzk_groth16::CpuBackend)),
+    ];
+    let e = Engine::start(config(dir.path()), std::sync::Arc::new(ScriptedRunner(Default::default())), devices)
+        .expect("engine starts");
+    let st = e.status();
+    let names: Vec<&str> = st.workers.iter().map(|w| w.device.as_str()).collect();
+    assert_eq!(names, ["gpu0", "gpu0", "gpu2"], "gpu1 has 0 workers, gpu2 the engine default of 1");
+    assert_eq!(st.devices.len(), 3);
+    assert_eq!(st.devices[0].memory, Some(mem));
+    assert_eq!(st.devices[1].memory, None);
+    assert!(e.metrics_text().contains("cuzk_device_memory_budget_bytes{device=\"gpu0\"} 85899345920"));
+    // Jobs still run on the devices that have workers.
+    for i in 0..4 {
+        e.submit(porep(&format!("j{i}"), &quick())).unwrap();
+    }
+    for i in 0..4 {
+        assert_eq!(done(&e, &format!("j{i}")).await.status, JobStatus::Completed);
+    }
+    e.drain(Duration::from_secs(5));
+
+    let none = vec![Device::new("idle", std::sync::Arc::new(cuzk_groth16::CpuBackend)).with_workers(0)];
+    let dir = tempfile::tempdir().unwrap();
+    let err = Engine::start(config(dir.path()), std::sync::Arc::new(ScriptedRunner(Default::default())), none)
+        .err()
+        .expect("no workers at all is refused");
+    assert!(err.to_string().contains("0 workers"), "{err}");
+}

@@ -78,9 +78,14 @@ pub enum BackendChoice {
 #[serde(deny_unknown_fields, default)]
 pub struct GpusConfig {
     pub backend: BackendChoice,
-    /// GPU ordinals to use; empty: device 0.
+    /// GPU ordinals to use; empty: those of `[[gpus.device]]`, or device 0.
     pub devices: Vec<usize>,
     pub gpu_workers_per_device: usize,
+    /// Device memory each GPU's arena may hold, bytes; unset: 90% of what is free when
+    /// cuzkd starts.
+    pub vram_budget_bytes: Option<u64>,
+    /// Per-GPU settings that differ from the ones above (`[[gpus.device]]`).
+    pub device: Vec<GpuDeviceConfig>,
 }
 
 impl Default for GpusConfig {
@@ -89,7 +94,53 @@ impl Default for GpusConfig {
             backend: BackendChoice::Auto,
             devices: vec![],
             gpu_workers_per_device: 1,
+            vram_budget_bytes: None,
+            device: vec![],
         }
+    }
+}
+
+/// One GPU's own settings.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct GpuDeviceConfig {
+    pub ordinal: usize,
+    /// Overrides `[gpus] vram_budget_bytes` for this GPU.
+    pub vram_budget_bytes: Option<u64>,
+    /// Overrides `[gpus] gpu_workers_per_device` for this GPU (0: not used for proving).
+    pub workers: Option<usize>,
+}
+
+/// What cuzkd opens on one GPU.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GpuPlan {
+    pub ordinal: usize,
+    /// `None`: the default fraction of free memory.
+    pub vram_budget_bytes: Option<u64>,
+    pub workers: usize,
+}
+
+impl GpusConfig {
+    /// The GPUs to open, each with its budget and worker count.
+    pub fn plan(&self) -> Vec<GpuPlan> {
+        let ordinals = if !self.devices.is_empty() {
+            self.devices.clone()
+        } else if !self.device.is_empty() {
+            self.device.iter().map(|d| d.ordinal).collect()
+        } else {
+            vec![0]
+        };
+        ordinals
+            .into_iter()
+            .map(|ordinal| {
+                let own = self.device.iter().find(|d| d.ordinal == ordinal);
+                GpuPlan {
+                    ordinal,
+                    vram_budget_bytes: own.and_then(|d| d.vram_budget_bytes).or(self.vram_budget_bytes),
+                    workers: own.and_then(|d| d.workers).unwrap_or(self.gpu_workers_per_device),
+                }
+            })
+            .collect()
     }
 }
 
@@ -192,6 +243,32 @@ impl Config {
             .listen
             .parse::<cuzk_proto::Address>()
             .map_err(|e| invalid(format!("[daemon] listen: {e}")))?;
+        let g = &config.gpus;
+        let mut seen = std::collections::BTreeSet::new();
+        for d in &g.device {
+            if !seen.insert(d.ordinal) {
+                return Err(invalid(format!("[[gpus.device]] ordinal {} appears twice", d.ordinal)));
+            }
+            if !g.devices.is_empty() && !g.devices.contains(&d.ordinal) {
+                return Err(invalid(format!(
+                    "[[gpus.device]] ordinal {} is not in [gpus] devices = {:?}; add it there or remove the entry",
+                    d.ordinal, g.devices
+                )));
+            }
+            if d.vram_budget_bytes == Some(0) {
+                return Err(invalid(format!("[[gpus.device]] ordinal {}: vram_budget_bytes = 0", d.ordinal)));
+            }
+        }
+        if g.vram_budget_bytes == Some(0) {
+            return Err(invalid("[gpus] vram_budget_bytes = 0".into()));
+        }
+        let mut ordinals = std::collections::BTreeSet::new();
+        if let Some(o) = g.devices.iter().find(|&&o| !ordinals.insert(o)) {
+            return Err(invalid(format!("[gpus] devices lists GPU {o} twice")));
+        }
+        if g.backend != BackendChoice::Cpu && g.plan().iter().all(|p| p.workers == 0) {
+            return Err(invalid("[gpus]: every GPU has 0 workers; nothing could prove".into()));
+        }
         config
             .log
             .level
@@ -242,6 +319,26 @@ mod tests {
         assert_eq!((c.dbus.bus, c.log.target, c.log.level.as_str()), (BusChoice::None, LogTarget::Stderr, "debug"));
         let e = Config::parse("[log]\nlevel = \"info,=[\"\n", "t.toml").unwrap_err();
         assert!(e.to_string().contains("[log] level"), "{e}");
+        let two = "[gpus]\ndevices = [0, 1]\nvram_budget_bytes = 1000\n\
+                   [[gpus.device]]\nordinal = 1\nvram_budget_bytes = 500\nworkers = 2\n";
+        let c = Config::parse(two, "t.toml").unwrap();
+        assert_eq!(
+            c.gpus.plan(),
+            [
+                GpuPlan { ordinal: 0, vram_budget_bytes: Some(1000), workers: 1 },
+                GpuPlan { ordinal: 1, vram_budget_bytes: Some(500), workers: 2 }
+            ]
+        );
+        let c = Config::parse("[[gpus.device]]\nordinal = 3\n", "t.toml").unwrap();
+        assert_eq!(c.gpus.plan(), [GpuPlan { ordinal: 3, vram_budget_bytes: None, workers: 1 }]);
+        let e = Config::parse("[gpus]\ndevices = [0]\n[[gpus.device]]\nordinal = 2\n", "t.toml").unwrap_err();
+        assert!(e.to_string().contains("ordinal 2 is not in [gpus] devices"), "{e}");
+        let e = Config::parse("[[gpus.device]]\nordinal = 2\n[[gpus.device]]\nordinal = 2\n", "t.toml").unwrap_err();
+        assert!(e.to_string().contains("appears twice"), "{e}");
+        let e = Config::parse("[[gpus.device]]\nordinal = 0\nvram = 5\n", "t.toml").unwrap_err();
+        assert!(e.to_string().contains("vram"), "{e}");
+        let e = Config::parse("[[gpus.device]]\nordinal = 0\nworkers = 0\n", "t.toml").unwrap_err();
+        assert!(e.to_string().contains("0 workers"), "{e}");
         let e = Config::parse("[gpus]\ngpu_workers_per_device = 0\n", "t.toml").unwrap_err();
         assert!(e.to_string().contains("at least 1"), "{e}");
     }

@@ -19,17 +19,22 @@ use cuzk_engine::{Device, Engine, EngineConfig, MemoryStatus, PoRepRunner};
 use cuzk_proto::{Address, ProvingEngineServer};
 use sd_notify::NotifyState;
 
-/// The engine's devices: GPUs by ordinal, or the CPU.
+/// The engine's devices: GPUs by ordinal, each with its budget and workers, or the CPU.
 fn devices(g: &GpusConfig) -> Result<Vec<Device>> {
-    let ordinals = if g.devices.is_empty() { vec![0] } else { g.devices.clone() };
     let open_gpus = || -> Result<Vec<Device>, cuzk_gpu::GpuError> {
-        ordinals
+        g.plan()
             .iter()
-            .map(|&o| {
-                let gpu = Arc::new(cuzk_gpu::GpuBackend::open(o, cuzk_gpu::VramBudget::default())?);
-                let name = format!("gpu{o} {}", gpu.device().name);
+            .map(|p| {
+                let budget = match p.vram_budget_bytes {
+                    Some(b) => cuzk_gpu::VramBudget::Bytes(b as usize),
+                    None => cuzk_gpu::VramBudget::default(),
+                };
+                let gpu = Arc::new(cuzk_gpu::GpuBackend::open(p.ordinal, budget)?);
+                let name = format!("gpu{} {}", p.ordinal, gpu.device().name);
                 let probe = gpu.clone();
-                Ok(Device::new(name, gpu).with_memory(Arc::new(move || {
+                let c = probe.arena_counters();
+                log::info!("{name}: VRAM budget {} MiB, {} worker(s)", c.budget >> 20, p.workers);
+                Ok(Device::new(name, gpu).with_workers(p.workers).with_memory(Arc::new(move || {
                     let c = probe.arena_counters();
                     MemoryStatus {
                         budget_bytes: c.budget as u64,
