@@ -6,32 +6,15 @@
 //! directory the job runs again and its proof verifies.
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+mod common;
+
+use common::*;
 use cuzk_filecoin::fixture::{default_fixture_dir, ensure_fixture, Fixture};
 use cuzk_proto::v1::{await_proof_response::Status, *};
 use cuzk_proto::{connect, Address, DEFAULT_MAX_MESSAGE_BYTES};
-
-/// A child process killed when the test ends, however it ends.
-struct Killed(Child);
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn which(program: &str) -> bool {
-    Command::new("sh").arg("-c").arg(format!("command -v {program}")).output().is_ok_and(|o| o.status.success())
-}
-
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("cuzkd-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
 
 /// A private session bus; its address for `busctl --address` and DBUS_SESSION_BUS_ADDRESS.
 fn private_bus(dir: &Path) -> (Killed, String) {
@@ -127,23 +110,6 @@ fn wait_for(what: &str, within: Duration, mut ok: impl FnMut() -> bool) {
         assert!(Instant::now() < end, "timed out waiting for {what}");
         std::thread::sleep(Duration::from_millis(100));
     }
-}
-
-fn porep_request(f: &Fixture, id: &str) -> SubmitProofRequest {
-    SubmitProofRequest {
-        request_id: id.into(),
-        proof_kind: ProofKind::PorepSealCommit as i32,
-        miner_id: f.info.miner_id,
-        sector_number: f.info.sector_id,
-        sector_size: 2048,
-        vanilla_proof: std::fs::read(f.envelope_path()).unwrap(),
-        ..Default::default()
-    }
-}
-
-fn verifies(f: &Fixture, proof: &[u8]) -> bool {
-    let c1 = cuzk_filecoin::parse_c1(&std::fs::read(f.c1_path()).unwrap()).unwrap();
-    cuzk_filecoin::verify_porep_c2(&c1.output, f.identity(), proof).unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -6,21 +6,15 @@
 
 use std::os::unix::net::UnixDatagram;
 use std::path::Path;
-use std::process::{Child, Command};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
+mod common;
+
+use common::*;
 use cuzk_filecoin::fixture::{default_fixture_dir, ensure_fixture};
 use cuzk_proto::v1::{await_proof_response::Status, *};
 use cuzk_proto::{connect, Address, DEFAULT_MAX_MESSAGE_BYTES};
-
-/// Kills the daemon if the test fails half-way.
-struct Daemon(Child);
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 /// Everything the daemon sent to the notify socket within `within`, until `until` is seen.
 fn notifications(sock: &UnixDatagram, until: &str, within: Duration) -> String {
@@ -37,17 +31,11 @@ fn notifications(sock: &UnixDatagram, until: &str, within: Duration) -> String {
     all
 }
 
-fn which(program: &str) -> bool {
-    Command::new("sh").arg("-c").arg(format!("command -v {program}")).output().is_ok_and(|o| o.status.success())
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn socket_activated_daemon_proves_and_reports_to_systemd() {
     assert!(which("systemd-socket-activate"), "systemd-socket-activate is missing: apt-get install systemd");
     let f = ensure_fixture(&default_fixture_dir(2048), 2048).expect("2 KiB fixture");
-    let dir = std::env::temp_dir().join(format!("cuzkd-sa-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = scratch("sa");
     let config = dir.join("cuzk.toml");
     std::fs::write(
         &config,
@@ -75,7 +63,7 @@ async fn socket_activated_daemon_proves_and_reports_to_systemd() {
         .arg(&config)
         .spawn()
         .expect("systemd-socket-activate starts");
-    let daemon = Daemon(child);
+    let daemon = Killed(child);
     let end = Instant::now() + Duration::from_secs(10);
     while !sock.exists() && Instant::now() < end {
         std::thread::sleep(Duration::from_millis(50));
@@ -115,8 +103,7 @@ async fn socket_activated_daemon_proves_and_reports_to_systemd() {
     assert_eq!(r.status, Status::Completed as i32, "{}", r.error_message);
     assert_eq!(r.proof.len(), 192);
     assert!(r.total_ms > 0 && r.synthesis_ms > 0, "stage timings missing: {r:?}");
-    let c1 = cuzk_filecoin::parse_c1(&std::fs::read(f.c1_path()).unwrap()).unwrap();
-    assert!(cuzk_filecoin::verify_porep_c2(&c1.output, f.identity(), &r.proof).unwrap());
+    assert!(verifies(&f, &r.proof), "the daemon's proof does not verify");
 
     // The same request id again: the stored result, not a second job.
     let again = client.prove(ProveRequest { submit: Some(submit) }).await.unwrap().into_inner().result.unwrap();
