@@ -79,7 +79,7 @@ pub fn log_job_events(engine: &Engine) {
                     let kind = ev.kind.queue_name();
                     let stage = ev.state.name();
                     match error {
-                        Some(error) if ev.state.is_terminal() => tracing::warn!(
+                        Some(error) if ev.state == cuzk_engine::JobState::Failed => tracing::warn!(
                             JOB_ID = %ev.job_id, PROOF_KIND = kind, STAGE = stage, GPU = %gpu,
                             "job {} {stage}: {error}", ev.job_id
                         ),
