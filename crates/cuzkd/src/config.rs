@@ -78,14 +78,14 @@ pub enum BackendChoice {
 #[serde(deny_unknown_fields, default)]
 pub struct GpusConfig {
     pub backend: BackendChoice,
-    /// GPU ordinals to use; empty: those of `[[gpus.device]]`, or device 0.
-    pub devices: Vec<usize>,
+    /// GPUs to use: ordinals (`[0, 1]`), or tables with a GPU's own settings
+    /// (`[{ ordinal = 0, vram_budget_bytes = 70e9 }, { ordinal = 1, workers = 2 }]`), or a mix;
+    /// empty: device 0.
+    pub devices: Vec<GpuDevice>,
     pub gpu_workers_per_device: usize,
     /// Device memory each GPU's arena may hold, bytes; unset: 90% of what is free when
     /// cuzkd starts.
     pub vram_budget_bytes: Option<u64>,
-    /// Per-GPU settings that differ from the ones above (`[[gpus.device]]`).
-    pub device: Vec<GpuDeviceConfig>,
 }
 
 impl Default for GpusConfig {
@@ -95,20 +95,46 @@ impl Default for GpusConfig {
             devices: vec![],
             gpu_workers_per_device: 1,
             vram_budget_bytes: None,
-            device: vec![],
         }
     }
 }
 
-/// One GPU's own settings.
-#[derive(Clone, Debug, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct GpuDeviceConfig {
+/// One entry of `[gpus] devices`: an ordinal, or a table with the GPU's own settings.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GpuDevice {
     pub ordinal: usize,
     /// Overrides `[gpus] vram_budget_bytes` for this GPU.
     pub vram_budget_bytes: Option<u64>,
     /// Overrides `[gpus] gpu_workers_per_device` for this GPU (0: not used for proving).
     pub workers: Option<usize>,
+}
+
+impl<'de> Deserialize<'de> for GpuDevice {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct Table {
+            ordinal: usize,
+            vram_budget_bytes: Option<u64>,
+            workers: Option<usize>,
+        }
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Entry {
+            Ordinal(usize),
+            Table(toml::Table),
+        }
+        match Entry::deserialize(d).map_err(|_| {
+            serde::de::Error::custom("a GPU is an ordinal (0) or a table ({ ordinal = 0, vram_budget_bytes = N, workers = N })")
+        })? {
+            Entry::Ordinal(ordinal) => Ok(GpuDevice { ordinal, vram_budget_bytes: None, workers: None }),
+            // Through the table type, so that an unknown or mistyped key is named.
+            Entry::Table(t) => {
+                let t = Table::deserialize(t).map_err(serde::de::Error::custom)?;
+                Ok(GpuDevice { ordinal: t.ordinal, vram_budget_bytes: t.vram_budget_bytes, workers: t.workers })
+            }
+        }
+    }
 }
 
 /// What cuzkd opens on one GPU.
@@ -123,22 +149,17 @@ pub struct GpuPlan {
 impl GpusConfig {
     /// The GPUs to open, each with its budget and worker count.
     pub fn plan(&self) -> Vec<GpuPlan> {
-        let ordinals = if !self.devices.is_empty() {
-            self.devices.clone()
-        } else if !self.device.is_empty() {
-            self.device.iter().map(|d| d.ordinal).collect()
+        let devices = if self.devices.is_empty() {
+            vec![GpuDevice { ordinal: 0, vram_budget_bytes: None, workers: None }]
         } else {
-            vec![0]
+            self.devices.clone()
         };
-        ordinals
+        devices
             .into_iter()
-            .map(|ordinal| {
-                let own = self.device.iter().find(|d| d.ordinal == ordinal);
-                GpuPlan {
-                    ordinal,
-                    vram_budget_bytes: own.and_then(|d| d.vram_budget_bytes).or(self.vram_budget_bytes),
-                    workers: own.and_then(|d| d.workers).unwrap_or(self.gpu_workers_per_device),
-                }
+            .map(|d| GpuPlan {
+                ordinal: d.ordinal,
+                vram_budget_bytes: d.vram_budget_bytes.or(self.vram_budget_bytes),
+                workers: d.workers.unwrap_or(self.gpu_workers_per_device),
             })
             .collect()
     }
@@ -245,26 +266,16 @@ impl Config {
             .map_err(|e| invalid(format!("[daemon] listen: {e}")))?;
         let g = &config.gpus;
         let mut seen = std::collections::BTreeSet::new();
-        for d in &g.device {
+        for d in &g.devices {
             if !seen.insert(d.ordinal) {
-                return Err(invalid(format!("[[gpus.device]] ordinal {} appears twice", d.ordinal)));
-            }
-            if !g.devices.is_empty() && !g.devices.contains(&d.ordinal) {
-                return Err(invalid(format!(
-                    "[[gpus.device]] ordinal {} is not in [gpus] devices = {:?}; add it there or remove the entry",
-                    d.ordinal, g.devices
-                )));
+                return Err(invalid(format!("[gpus] devices lists GPU {} twice", d.ordinal)));
             }
             if d.vram_budget_bytes == Some(0) {
-                return Err(invalid(format!("[[gpus.device]] ordinal {}: vram_budget_bytes = 0", d.ordinal)));
+                return Err(invalid(format!("[gpus] devices: GPU {} has vram_budget_bytes = 0", d.ordinal)));
             }
         }
         if g.vram_budget_bytes == Some(0) {
             return Err(invalid("[gpus] vram_budget_bytes = 0".into()));
-        }
-        let mut ordinals = std::collections::BTreeSet::new();
-        if let Some(o) = g.devices.iter().find(|&&o| !ordinals.insert(o)) {
-            return Err(invalid(format!("[gpus] devices lists GPU {o} twice")));
         }
         if g.backend != BackendChoice::Cpu && g.plan().iter().all(|p| p.workers == 0) {
             return Err(invalid("[gpus]: every GPU has 0 workers; nothing could prove".into()));
@@ -288,6 +299,23 @@ impl Config {
 mod tests {
     use super::*;
 
+    /// The README's example configuration is valid and means what it says.
+    #[test]
+    fn the_readme_example_parses() {
+        let readme = include_str!("../../../README.md");
+        let from = readme.find("### Configuration").expect("README has a Configuration section");
+        let start = readme[from..].find("```toml\n").expect("with a toml example") + from + 8;
+        let end = readme[start..].find("```").unwrap() + start;
+        let c = Config::parse(&readme[start..end], "README.md").unwrap();
+        assert_eq!(
+            c.gpus.plan(),
+            [
+                GpuPlan { ordinal: 0, vram_budget_bytes: Some(120_000_000_000), workers: 1 },
+                GpuPlan { ordinal: 1, vram_budget_bytes: Some(40_000_000_000), workers: 1 }
+            ]
+        );
+    }
+
     #[test]
     fn missing_file_means_defaults() {
         let c = Config::load(Path::new("/nonexistent/cuzk.toml")).unwrap();
@@ -303,7 +331,7 @@ mod tests {
             "t.toml",
         )
         .unwrap();
-        assert_eq!(c.gpus.devices, vec![0, 1]);
+        assert_eq!(c.gpus.devices.iter().map(|d| d.ordinal).collect::<Vec<_>>(), [0, 1]);
         assert_eq!(c.gpus.backend, BackendChoice::Cpu);
         assert_eq!(c.srs.param_cache, PathBuf::from("/p"));
 
@@ -319,8 +347,7 @@ mod tests {
         assert_eq!((c.dbus.bus, c.log.target, c.log.level.as_str()), (BusChoice::None, LogTarget::Stderr, "debug"));
         let e = Config::parse("[log]\nlevel = \"info,=[\"\n", "t.toml").unwrap_err();
         assert!(e.to_string().contains("[log] level"), "{e}");
-        let two = "[gpus]\ndevices = [0, 1]\nvram_budget_bytes = 1000\n\
-                   [[gpus.device]]\nordinal = 1\nvram_budget_bytes = 500\nworkers = 2\n";
+        let two = "[gpus]\nvram_budget_bytes = 1000\ndevices = [0, { ordinal = 1, vram_budget_bytes = 500, workers = 2 }]\n";
         let c = Config::parse(two, "t.toml").unwrap();
         assert_eq!(
             c.gpus.plan(),
@@ -329,15 +356,16 @@ mod tests {
                 GpuPlan { ordinal: 1, vram_budget_bytes: Some(500), workers: 2 }
             ]
         );
-        let c = Config::parse("[[gpus.device]]\nordinal = 3\n", "t.toml").unwrap();
-        assert_eq!(c.gpus.plan(), [GpuPlan { ordinal: 3, vram_budget_bytes: None, workers: 1 }]);
-        let e = Config::parse("[gpus]\ndevices = [0]\n[[gpus.device]]\nordinal = 2\n", "t.toml").unwrap_err();
-        assert!(e.to_string().contains("ordinal 2 is not in [gpus] devices"), "{e}");
-        let e = Config::parse("[[gpus.device]]\nordinal = 2\n[[gpus.device]]\nordinal = 2\n", "t.toml").unwrap_err();
-        assert!(e.to_string().contains("appears twice"), "{e}");
-        let e = Config::parse("[[gpus.device]]\nordinal = 0\nvram = 5\n", "t.toml").unwrap_err();
+        assert_eq!(Config::default().gpus.plan(), [GpuPlan { ordinal: 0, vram_budget_bytes: None, workers: 1 }]);
+        let e = Config::parse("[gpus]\ndevices = [2, { ordinal = 2 }]\n", "t.toml").unwrap_err();
+        assert!(e.to_string().contains("GPU 2 twice"), "{e}");
+        let e = Config::parse("[gpus]\ndevices = [{ ordinal = 0, vram = 5 }]\n", "t.toml").unwrap_err();
         assert!(e.to_string().contains("vram"), "{e}");
-        let e = Config::parse("[[gpus.device]]\nordinal = 0\nworkers = 0\n", "t.toml").unwrap_err();
+        let e = Config::parse("[gpus]\ndevices = [{ vram_budget_bytes = 5 }]\n", "t.toml").unwrap_err();
+        assert!(e.to_string().contains("ordinal"), "{e}");
+        let e = Config::parse("[gpus]\ndevices = [\"0\"]\n", "t.toml").unwrap_err();
+        assert!(e.to_string().contains("a GPU is an ordinal"), "{e}");
+        let e = Config::parse("[gpus]\ndevices = [{ ordinal = 0, workers = 0 }]\n", "t.toml").unwrap_err();
         assert!(e.to_string().contains("0 workers"), "{e}");
         let e = Config::parse("[gpus]\ngpu_workers_per_device = 0\n", "t.toml").unwrap_err();
         assert!(e.to_string().contains("at least 1"), "{e}");
