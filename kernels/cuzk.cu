@@ -49,34 +49,35 @@ extern "C" __global__ void cuzk_msm_scatter(const fr_t* scalars, const uint8_t* 
     msm_scatter(scalars, cls, cursor, entries, keys, n, c, windows);
 }
 
-extern "C" __global__ void cuzk_g1_bucket_runs_affine(const g1_affine_t* points, const uint32_t* entries,
-                                                      const uint32_t* keys, size_t len, uint32_t cap,
-                                                      g1_xyzz_t* buckets, g1_xyzz_t* carry_vals,
-                                                      uint32_t* carry_keys) {
-    msm_bucket_runs_affine(points, entries, keys, len, cap, buckets, carry_vals, carry_keys);
-}
+// The curve kernels, once per group: G (g1, g2) over field F (fq_t, fq2_t).
+#define CUZK_CURVE_KERNELS(G, F)                                                                              \
+    extern "C" __global__ void cuzk_##G##_bucket_runs_affine(                                                 \
+        const affine_t<F>* points, const uint32_t* idx, const uint32_t* entries, const uint32_t* keys,        \
+        size_t len, uint32_t cap, xyzz_t<F>* buckets, xyzz_t<F>* carry_vals, uint32_t* carry_keys) {          \
+        msm_bucket_runs_affine<F>(points, idx, entries, keys, len, cap, buckets, carry_vals, carry_keys);     \
+    }                                                                                                         \
+    extern "C" __global__ void cuzk_##G##_bucket_runs_xyzz(const xyzz_t<F>* vals, const uint32_t* keys,       \
+                                                           size_t len, uint32_t cap, xyzz_t<F>* buckets,      \
+                                                           xyzz_t<F>* carry_vals, uint32_t* carry_keys) {     \
+        msm_bucket_runs_xyzz<F>(vals, keys, len, cap, buckets, carry_vals, carry_keys);                       \
+    }                                                                                                         \
+    extern "C" __global__ void cuzk_##G##_window_segments(const xyzz_t<F>* buckets, xyzz_t<F>* out,           \
+                                                          uint32_t c, uint32_t windows, uint32_t segments) {  \
+        msm_window_segments<F>(buckets, out, c, windows, segments);                                           \
+    }                                                                                                         \
+    extern "C" __global__ void cuzk_##G##_sum_partials(const affine_t<F>* points, const uint32_t* idx,        \
+                                                       const uint8_t* cls, xyzz_t<F>* out, uint32_t n,        \
+                                                       uint32_t chunk, uint32_t threads) {                    \
+        sum_partials<F>(points, idx, cls, out, n, chunk, threads);                                            \
+    }                                                                                                         \
+    extern "C" __global__ void cuzk_##G##_xyzz_sum_partials(const xyzz_t<F>* in, xyzz_t<F>* out, uint32_t n, \
+                                                            uint32_t chunk, uint32_t threads) {               \
+        xyzz_sum_partials<F>(in, out, n, chunk, threads);                                                     \
+    }                                                                                                         \
+    extern "C" __global__ void cuzk_##G##_xyzz_to_jacobian(const xyzz_t<F>* in, jacobian_t<F>* out,           \
+                                                           uint32_t n) {                                      \
+        xyzz_to_jacobian<F>(in, out, n);                                                                      \
+    }
 
-extern "C" __global__ void cuzk_g1_bucket_runs_xyzz(const g1_xyzz_t* vals, const uint32_t* keys, size_t len,
-                                                    uint32_t cap, g1_xyzz_t* buckets, g1_xyzz_t* carry_vals,
-                                                    uint32_t* carry_keys) {
-    msm_bucket_runs_xyzz(vals, keys, len, cap, buckets, carry_vals, carry_keys);
-}
-
-extern "C" __global__ void cuzk_g1_window_segments(const g1_xyzz_t* buckets, g1_xyzz_t* out, uint32_t c,
-                                                   uint32_t windows, uint32_t segments) {
-    msm_window_segments(buckets, out, c, windows, segments);
-}
-
-extern "C" __global__ void cuzk_g1_sum_partials(const g1_affine_t* points, const uint8_t* cls, g1_xyzz_t* out,
-                                                uint32_t n, uint32_t chunk, uint32_t threads) {
-    g1_sum_partials(points, cls, out, n, chunk, threads);
-}
-
-extern "C" __global__ void cuzk_g1_xyzz_sum_partials(const g1_xyzz_t* in, g1_xyzz_t* out, uint32_t n,
-                                                     uint32_t chunk, uint32_t threads) {
-    g1_xyzz_sum_partials(in, out, n, chunk, threads);
-}
-
-extern "C" __global__ void cuzk_g1_xyzz_to_jacobian(const g1_xyzz_t* in, g1_jacobian_t* out, uint32_t n) {
-    g1_xyzz_to_jacobian(in, out, n);
-}
+CUZK_CURVE_KERNELS(g1, fq_t)
+CUZK_CURVE_KERNELS(g2, fq2_t)

@@ -1,4 +1,4 @@
-// Pippenger MSM over G1 with signed c-bit digits and buckets sorted by a counting sort.
+// Pippenger MSM over G1 and G2 (generic over the curve's field) with signed c-bit digits and buckets sorted by a counting sort.
 //
 //   1. msm_classify: scalars leave Montgomery form (in place); 0 is dropped, 1 is flagged
 //      for the plain sum (PoRep witnesses are mostly bits), every other scalar is cut into
@@ -125,9 +125,10 @@ __device__ __forceinline__ void msm_scatter(const fr_t* scalars, const uint8_t* 
 // Runs of equal keys within chunk t = [t * cap, (t + 1) * cap) of a key-sorted array (NO_KEY
 // slots skipped). A run that continues the previous chunk's last key goes to the chunk's
 // carry slot; every other run belongs to the chunk that holds the key's first element and
-// is combined into buckets[key] by `store`. add(acc, i) adds element i.
-template <class Add, class Store>
-__device__ __forceinline__ void bucket_runs(const uint32_t* keys, size_t len, uint32_t cap, g1_xyzz_t* carry_vals,
+// is combined into buckets[key] by `store`. add(acc, i) adds element i. Generic over the
+// curve's field F (fq_t for G1, fq2_t for G2).
+template <class F, class Add, class Store>
+__device__ __forceinline__ void bucket_runs(const uint32_t* keys, size_t len, uint32_t cap, xyzz_t<F>* carry_vals,
                                             uint32_t* carry_keys, Add add, Store store) {
     const size_t t = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     const size_t lo = t * cap;
@@ -137,7 +138,7 @@ __device__ __forceinline__ void bucket_runs(const uint32_t* keys, size_t len, ui
     uint32_t carry_key = NO_KEY;
     uint32_t cur = NO_KEY;
     size_t start = lo;
-    g1_xyzz_t acc = g1_xyzz_t::inf();
+    xyzz_t<F> acc = xyzz_t<F>::inf();
     auto emit = [&]() {
         if (start == lo && prev == cur) {
             carry_vals[t] = acc;
@@ -154,7 +155,7 @@ __device__ __forceinline__ void bucket_runs(const uint32_t* keys, size_t len, ui
             if (cur != NO_KEY) emit();
             cur = k;
             start = i;
-            acc = g1_xyzz_t::inf();
+            acc = xyzz_t<F>::inf();
         }
         if (k != NO_KEY) add(acc, i);
     }
@@ -162,32 +163,39 @@ __device__ __forceinline__ void bucket_runs(const uint32_t* keys, size_t len, ui
     carry_keys[t] = carry_key;
 }
 
-// Level 1: entries -> buckets (each bucket written once) and carries.
-__device__ __forceinline__ void msm_bucket_runs_affine(const g1_affine_t* points, const uint32_t* entries,
-                                                       const uint32_t* keys, size_t len, uint32_t cap,
-                                                       g1_xyzz_t* buckets, g1_xyzz_t* carry_vals, uint32_t* carry_keys) {
-    bucket_runs(keys, len, cap, carry_vals, carry_keys,
-        [&](g1_xyzz_t& acc, size_t i) {
+// Level 1: entries -> buckets (each bucket written once) and carries. Entry v names scalar
+// v of the chunk; its point is points[idx[v]] when an index array is given (bases resident
+// on the device, selected by index), else points[v].
+template <class F>
+__device__ __forceinline__ void msm_bucket_runs_affine(const affine_t<F>* points, const uint32_t* idx,
+                                                       const uint32_t* entries, const uint32_t* keys, size_t len,
+                                                       uint32_t cap, xyzz_t<F>* buckets, xyzz_t<F>* carry_vals,
+                                                       uint32_t* carry_keys) {
+    bucket_runs<F>(keys, len, cap, carry_vals, carry_keys,
+        [&](xyzz_t<F>& acc, size_t i) {
             const uint32_t v = entries[i];
-            g1_affine_t p = points[v & 0x7fffffffu];
+            const uint32_t j = v & 0x7fffffffu;
+            affine_t<F> p = points[idx ? idx[j] : j];
             if (v & 0x80000000u) p = p.neg();
             acc.add_affine(p);
         },
-        [&](uint32_t k, const g1_xyzz_t& acc) { buckets[k] = acc; });
+        [&](uint32_t k, const xyzz_t<F>& acc) { buckets[k] = acc; });
 }
 
 // Later levels: carries -> added into buckets (one owner per bucket per level) and carries.
-__device__ __forceinline__ void msm_bucket_runs_xyzz(const g1_xyzz_t* vals, const uint32_t* keys, size_t len,
-                                                     uint32_t cap, g1_xyzz_t* buckets, g1_xyzz_t* carry_vals,
+template <class F>
+__device__ __forceinline__ void msm_bucket_runs_xyzz(const xyzz_t<F>* vals, const uint32_t* keys, size_t len,
+                                                     uint32_t cap, xyzz_t<F>* buckets, xyzz_t<F>* carry_vals,
                                                      uint32_t* carry_keys) {
-    bucket_runs(keys, len, cap, carry_vals, carry_keys,
-        [&](g1_xyzz_t& acc, size_t i) { acc.add(vals[i]); },
-        [&](uint32_t k, const g1_xyzz_t& acc) { buckets[k].add(acc); });
+    bucket_runs<F>(keys, len, cap, carry_vals, carry_keys,
+        [&](xyzz_t<F>& acc, size_t i) { acc.add(vals[i]); },
+        [&](uint32_t k, const xyzz_t<F>& acc) { buckets[k].add(acc); });
 }
 
 // Thread (w, seg): sum over buckets b in [lo, lo + len) of b * B_b. The segments of one
 // window are contiguous in `out`, ready for the per-window tree reduction.
-__device__ __forceinline__ void msm_window_segments(const g1_xyzz_t* buckets, g1_xyzz_t* out,
+template <class F>
+__device__ __forceinline__ void msm_window_segments(const xyzz_t<F>* buckets, xyzz_t<F>* out,
                                                     uint32_t c, uint32_t windows, uint32_t segments) {
     const uint32_t half = 1u << (c - 1);
     const uint32_t len = half / segments;
@@ -195,15 +203,15 @@ __device__ __forceinline__ void msm_window_segments(const g1_xyzz_t* buckets, g1
     if (t >= windows * segments) return;
     const uint32_t w = t / segments, seg = t % segments;
     const uint32_t lo = 1 + seg * len;  // bucket number of the first bucket
-    const g1_xyzz_t* bk = buckets + w * half + (lo - 1);
-    g1_xyzz_t running = g1_xyzz_t::inf(), acc = g1_xyzz_t::inf();
+    const xyzz_t<F>* bk = buckets + w * half + (lo - 1);
+    xyzz_t<F> running = xyzz_t<F>::inf(), acc = xyzz_t<F>::inf();
     for (int k = (int)len - 1; k >= 0; k--) {
         running.add(bk[k]);
         acc.add(running);
     }
     // acc = sum (b - lo + 1) B_b; add (lo - 1) * running by double-and-add
     uint32_t m = lo - 1;
-    g1_xyzz_t mul = g1_xyzz_t::inf();
+    xyzz_t<F> mul = xyzz_t<F>::inf();
     for (int bit = 31; bit >= 0; bit--) {
         mul = mul.dbl();
         if ((m >> bit) & 1) mul.add(running);
@@ -212,30 +220,34 @@ __device__ __forceinline__ void msm_window_segments(const g1_xyzz_t* buckets, g1
     out[t] = acc;
 }
 
-// Partial sums of points: thread g adds points [g * chunk, (g + 1) * chunk) whose class is 1
-// (or all of them when cls is null).
-__device__ __forceinline__ void g1_sum_partials(const g1_affine_t* points, const uint8_t* cls,
-                                                g1_xyzz_t* out, uint32_t n, uint32_t chunk, uint32_t threads) {
+// Partial sums of points: thread g adds chunk positions [g * chunk, (g + 1) * chunk) whose
+// class is 1 (or all of them when cls is null); position i is points[idx[i]] when an index
+// array is given, else points[i].
+template <class F>
+__device__ __forceinline__ void sum_partials(const affine_t<F>* points, const uint32_t* idx, const uint8_t* cls,
+                                             xyzz_t<F>* out, uint32_t n, uint32_t chunk, uint32_t threads) {
     uint32_t g = blockIdx.x * blockDim.x + threadIdx.x;
     if (g >= threads) return;
-    g1_xyzz_t acc = g1_xyzz_t::inf();
+    xyzz_t<F> acc = xyzz_t<F>::inf();
     uint32_t end = min((g + 1) * chunk, n);
     for (uint32_t i = g * chunk; i < end; i++)
-        if (cls == nullptr || cls[i] == 1) acc.add_affine(points[i]);
+        if (cls == nullptr || cls[i] == 1) acc.add_affine(points[idx ? idx[i] : i]);
     out[g] = acc;
 }
 
-__device__ __forceinline__ void g1_xyzz_sum_partials(const g1_xyzz_t* in, g1_xyzz_t* out, uint32_t n,
-                                                     uint32_t chunk, uint32_t threads) {
+template <class F>
+__device__ __forceinline__ void xyzz_sum_partials(const xyzz_t<F>* in, xyzz_t<F>* out, uint32_t n,
+                                                  uint32_t chunk, uint32_t threads) {
     uint32_t g = blockIdx.x * blockDim.x + threadIdx.x;
     if (g >= threads) return;
-    g1_xyzz_t acc = g1_xyzz_t::inf();
+    xyzz_t<F> acc = xyzz_t<F>::inf();
     uint32_t end = min((g + 1) * chunk, n);
     for (uint32_t i = g * chunk; i < end; i++) acc.add(in[i]);
     out[g] = acc;
 }
 
-__device__ __forceinline__ void g1_xyzz_to_jacobian(const g1_xyzz_t* in, g1_jacobian_t* out, uint32_t n) {
+template <class F>
+__device__ __forceinline__ void xyzz_to_jacobian(const xyzz_t<F>* in, jacobian_t<F>* out, uint32_t n) {
     uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) out[i] = in[i].to_jacobian();
 }

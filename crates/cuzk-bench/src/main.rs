@@ -3,6 +3,7 @@
 //! Thin on purpose: the work lives in cuzk-filecoin and cuzk-groth16.
 
 mod client;
+mod gpu_bench;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -117,6 +118,8 @@ enum Cmd {
         daemon: DaemonArgs,
         circuit_id: String,
     },
+    /// GPU micro-benchmarks and a whole 2 KiB PoRep proof against floors and sppark (a GPU machine).
+    GpuBench(gpu_bench::GpuBenchArgs),
     /// The daemon's Prometheus metrics.
     Metrics {
         #[command(flatten)]
@@ -332,6 +335,7 @@ fn run(cli: Cli) -> Result<()> {
         Cmd::Cancel { daemon, job_id } => block_on(client::cancel(&daemon.addr, &job_id))?,
         Cmd::Preload { daemon, circuit_id } => block_on(client::preload(&daemon.addr, &circuit_id))?,
         Cmd::Metrics { daemon } => block_on(client::metrics(&daemon.addr))?,
+        Cmd::GpuBench(args) => gpu_bench::run(&args)?,
         Cmd::BenchC2 {
             fixture_dir,
             rounds,

@@ -58,7 +58,7 @@ impl VramArena {
 
     /// A buffer of at least `bytes` bytes (contents undefined).
     pub fn alloc(&self, bytes: usize) -> Result<DeviceBuffer, GpuError> {
-        let reserved = bytes.max(1).next_multiple_of(ALIGN);
+        let reserved = reserved_size(bytes);
         {
             let mut c = self.inner.counters.lock().unwrap();
             if c.in_use + reserved > c.budget {
@@ -119,6 +119,15 @@ impl DeviceBuffer {
     pub fn len_bytes(&self) -> usize {
         self.bytes
     }
+    /// Bytes counted against the budget.
+    pub fn reserved_bytes(&self) -> usize {
+        self.reserved
+    }
+}
+
+/// What an allocation of `bytes` counts against the budget.
+pub fn reserved_size(bytes: usize) -> usize {
+    bytes.max(1).next_multiple_of(ALIGN)
 }
 
 impl std::fmt::Debug for DeviceBuffer {

@@ -2,19 +2,27 @@
 
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use cuzk_groth16::backend::{check_msm_args, check_quotient_args, ntt_log_size};
-use cuzk_groth16::{Backend, BackendError, CpuBackend, NttDirection, Selection};
-use rayon::prelude::*;
+use cuzk_groth16::{Backend, BackendError, NttDirection, Selection, SrsShape};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 
-use crate::arena::ArenaCounters;
-use crate::device::{DeviceInfo, Gpu, OpTimings, VramBudget};
+use crate::arena::{reserved_size, ArenaCounters};
+use crate::device::{DeviceInfo, Gpu, OpTimings, UploadRates, VramBudget};
 use crate::error::GpuError;
+use crate::msm::{MsmPlan, PointSource, G1, G2};
+use crate::pinned::PinnedCounters;
 use crate::{msm, ntt};
 
-/// NTT, coset quotient, G1 MSM and G1 sums on a GPU; results equal the CPU backend's bit for
-/// bit. G2 MSM and G2 sums still run on the CPU backend (issue #3 follow-up: G2 kernels).
+/// NTT, coset quotient, MSMs and batch sums over G1 and G2 on a GPU; results equal the CPU
+/// backend's bit for bit.
+///
+/// Every call plans its device memory before it allocates: MSMs and sums run in chunks that
+/// fit what the arena can give (evicting resident parameters not in use when needed), the
+/// coset quotient likewise, and an NTT that cannot fit is refused with `OverBudget`
+/// (`Unavailable` to the prover) before any allocation. [`GpuBackend::plan_footprint`]
+/// states a whole proof's footprint ahead of it.
 pub struct GpuBackend {
     gpu: Gpu,
-    cpu: CpuBackend,
 }
 
 fn unavailable(e: GpuError) -> BackendError {
@@ -22,6 +30,28 @@ fn unavailable(e: GpuError) -> BackendError {
         backend: "gpu",
         reason: e.to_string(),
     }
+}
+
+/// What a proof of a given shape takes on this backend's device, worked out before it runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ProofFootprint {
+    /// Device bytes of the largest NTT (the domain size): not divisible.
+    pub ntt_bytes: usize,
+    /// Chunk (elements) and bytes of the coset quotient.
+    pub quotient_chunk: usize,
+    pub quotient_bytes: usize,
+    /// Points per chunk of the largest MSM and the bytes of its workspace.
+    pub msm_chunk: usize,
+    pub msm_bytes: usize,
+    /// Bytes of all the proof's base arrays (h, l, a, b_g1, b_g2) if kept resident.
+    pub srs_bytes: usize,
+    /// The most device memory one call of the proof holds at once (resident arrays apart).
+    pub peak_bytes: usize,
+    /// The arena's budget, and whether the proof can run in it (possibly chunked).
+    pub budget: usize,
+    pub fits: bool,
+    /// Whether every MSM runs in one chunk and all base arrays stay resident.
+    pub fits_unchunked: bool,
 }
 
 impl GpuBackend {
@@ -33,7 +63,17 @@ impl GpuBackend {
     pub fn open(ordinal: usize, budget: VramBudget) -> Result<Self, GpuError> {
         Ok(GpuBackend {
             gpu: Gpu::open(ordinal, budget)?,
-            cpu: CpuBackend,
+        })
+    }
+
+    /// As [`GpuBackend::open`] with a pinned host memory budget in bytes.
+    pub fn open_with(
+        ordinal: usize,
+        budget: VramBudget,
+        pinned_budget: usize,
+    ) -> Result<Self, GpuError> {
+        Ok(GpuBackend {
+            gpu: Gpu::open_with(ordinal, budget, pinned_budget)?,
         })
     }
 
@@ -45,26 +85,101 @@ impl GpuBackend {
         self.gpu.counters()
     }
 
+    pub fn pinned_counters(&self) -> PinnedCounters {
+        self.gpu.pinned().counters()
+    }
+
+    /// Bytes and number of base arrays resident in device memory.
+    pub fn resident(&self) -> (usize, usize) {
+        self.gpu.resident_bytes()
+    }
+
+    /// Keep large base arrays resident across calls (default on).
+    pub fn set_residency(&self, on: bool) {
+        self.gpu.set_residency(on)
+    }
+
+    /// Drops resident base arrays, the staging buffers and cached pinned blocks.
+    pub fn release_caches(&self) -> Result<(), GpuError> {
+        self.gpu.release_caches()
+    }
+
+    /// Setting this flag makes running and later calls fail at their next step (an MSM
+    /// chunk, an NTT pass) with "cancelled", every buffer returned; clear it to go on.
+    pub fn cancel_flag(&self) -> Arc<AtomicBool> {
+        self.gpu.cancel_flag()
+    }
+
     /// Upload / kernels / download split of the last operation.
     pub fn last_timings(&self) -> OpTimings {
         self.gpu.last_timings()
+    }
+
+    /// Host-to-device copy rates: pageable, pinned, and the staged path calls use.
+    pub fn upload_rates(&self, bytes: usize) -> Result<UploadRates, GpuError> {
+        self.gpu.upload_rates(bytes)
     }
 
     /// The driver's (free, total) memory of the device.
     pub fn mem_info(&self) -> Result<(usize, usize), GpuError> {
         self.gpu.mem_info()
     }
-}
 
-/// The selected bases as one contiguous array (borrowed when all are selected).
-fn gather<'a, A: Copy + Send + Sync>(
-    bases: &'a [A],
-    selection: Selection<'_>,
-) -> std::borrow::Cow<'a, [A]> {
-    match selection {
-        Selection::All => std::borrow::Cow::Borrowed(bases),
-        Selection::Indices(idx) => {
-            std::borrow::Cow::Owned(idx.par_iter().map(|&i| bases[i as usize]).collect())
+    /// The plan of one G1 MSM of `n` points with the memory available now (streamed
+    /// points, as a first call over new parameters).
+    pub fn plan_msm_g1(&self, n: usize) -> Result<MsmPlan, GpuError> {
+        msm::plan::<G1>(n, PointSource::Streamed, false, self.gpu.available()).map_err(|need| {
+            let c = self.gpu.counters();
+            GpuError::OverBudget {
+                device: self.gpu.info().ordinal,
+                requested: need,
+                in_use: c.in_use,
+                budget: c.budget,
+            }
+        })
+    }
+
+    /// The device footprint of a proof whose parameters have `shape` (see
+    /// `cuzk_groth16::prover::required_shape`), against this arena's budget: whether it can
+    /// run, in how large chunks, and whether its parameters can stay resident.
+    pub fn plan_footprint(&self, shape: &SrsShape) -> ProofFootprint {
+        let budget = self.gpu.counters().budget;
+        let domain = (shape.h + 1).next_power_of_two();
+        let log_n = domain.trailing_zeros();
+        let ntt_bytes = ntt::ntt_bytes(log_n);
+        let (quotient_chunk, quotient_bytes) = match ntt::quotient_chunk(domain, budget) {
+            Some(m) => (m, 3 * reserved_size(m * 32) + reserved_size(32)),
+            None => (0, usize::MAX),
+        };
+        let g1 = [shape.h, shape.l, shape.a, shape.b_g1];
+        let srs_bytes = g1.iter().map(|&n| msm::resident_size::<G1>(n)).sum::<usize>()
+            + msm::resident_size::<G2>(shape.b_g2);
+        let largest = g1.iter().copied().max().unwrap_or(0).max(1);
+        let (msm_chunk, msm_bytes) =
+            match msm::plan::<G1>(largest, PointSource::Streamed, false, budget) {
+                Ok(p) => (p.chunk, p.work_bytes),
+                Err(need) => (0, need),
+            };
+        let g2_bytes = msm::plan::<G2>(shape.b_g2.max(1), PointSource::Streamed, false, budget)
+            .map_or(usize::MAX, |p| p.work_bytes);
+        let peak_bytes = ntt_bytes.max(quotient_bytes).max(msm_bytes).max(g2_bytes);
+        let fits = peak_bytes <= budget && msm_chunk > 0 && quotient_chunk > 0;
+        let full = msm::plan::<G1>(largest, PointSource::Streamed, false, usize::MAX)
+            .expect("an unlimited plan");
+        ProofFootprint {
+            ntt_bytes,
+            quotient_chunk,
+            quotient_bytes,
+            msm_chunk,
+            msm_bytes,
+            srs_bytes,
+            peak_bytes,
+            budget,
+            fits,
+            fits_unchunked: fits
+                && msm_chunk == full.chunk
+                && srs_bytes <= budget / 2
+                && srs_bytes + full.work_bytes.max(ntt_bytes) <= budget,
         }
     }
 }
@@ -96,17 +211,17 @@ impl Backend for GpuBackend {
         scalars: &[Scalar],
     ) -> Result<G1Projective, BackendError> {
         check_msm_args(bases.len(), selection, scalars.len())?;
-        msm::msm_g1(&self.gpu, &gather(bases, selection), scalars).map_err(unavailable)
+        msm::msm::<G1>(&self.gpu, bases, selection, Some(scalars)).map_err(unavailable)
     }
 
-    /// On the CPU for now (G2 kernels are a follow-up of issue #3).
     fn msm_g2(
         &self,
         bases: &[G2Affine],
         selection: Selection<'_>,
         scalars: &[Scalar],
     ) -> Result<G2Projective, BackendError> {
-        self.cpu.msm_g2(bases, selection, scalars)
+        check_msm_args(bases.len(), selection, scalars.len())?;
+        msm::msm::<G2>(&self.gpu, bases, selection, Some(scalars)).map_err(unavailable)
     }
 
     fn sum_g1(
@@ -115,15 +230,15 @@ impl Backend for GpuBackend {
         selection: Selection<'_>,
     ) -> Result<G1Projective, BackendError> {
         selection.check(bases.len())?;
-        msm::sum_g1(&self.gpu, &gather(bases, selection)).map_err(unavailable)
+        msm::msm::<G1>(&self.gpu, bases, selection, None).map_err(unavailable)
     }
 
-    /// On the CPU for now (G2 kernels are a follow-up of issue #3).
     fn sum_g2(
         &self,
         bases: &[G2Affine],
         selection: Selection<'_>,
     ) -> Result<G2Projective, BackendError> {
-        self.cpu.sum_g2(bases, selection)
+        selection.check(bases.len())?;
+        msm::msm::<G2>(&self.gpu, bases, selection, None).map_err(unavailable)
     }
 }

@@ -1,6 +1,8 @@
-//! Device discovery and the per-device runtime: context, stream, kernels, arena.
+//! Device discovery and the per-device runtime: context, compute and copy streams, events,
+//! kernels, the VRAM arena, the pinned host pool and staged transfers.
 
 use std::ffi::c_void;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -9,6 +11,9 @@ use cudarc::driver::{result, sys, CudaContext, CudaStream};
 use crate::arena::{ArenaCounters, DeviceBuffer, VramArena};
 use crate::error::{driver, GpuError};
 use crate::kernels::{Kernel, Kernels};
+use crate::pinned::{PinnedBuffer, PinnedPool};
+use crate::resident::ResidentCache;
+use rayon::prelude::*;
 
 /// What the driver says about one GPU.
 #[derive(Clone, Debug)]
@@ -75,25 +80,46 @@ impl Default for VramBudget {
     }
 }
 
-/// One opened GPU: its context, one compute stream, the loaded kernels and the VRAM arena.
-/// Operations take `lock()` for their kernel region, so several callers can share it.
+/// Bytes of each of the two pinned staging buffers that uploads and downloads go through.
+const STAGE_BYTES: usize = 32 << 20;
+
+/// One opened GPU: its context, a compute stream and a copy stream ordered by events, the
+/// loaded kernels, the VRAM arena, the pinned host pool (with two staging buffers that every
+/// transfer goes through) and the cache of device-resident base arrays. Operations take
+/// `enter()` for their kernel region, so several callers can share it.
 pub struct Gpu {
     info: DeviceInfo,
     ctx: Arc<CudaContext>,
     stream: Arc<CudaStream>,
+    copy: Arc<CudaStream>,
     pub(crate) kernels: Kernels,
     arena: VramArena,
+    pinned: PinnedPool,
+    staging: Mutex<Option<[StageSlot; 2]>>,
+    pub(crate) resident: Mutex<ResidentCache>,
     lock: Mutex<()>,
     timings: Mutex<OpTimings>,
+    cancel: Arc<AtomicBool>,
+    residency: AtomicBool,
 }
 
-/// Wall-clock split of the last operation: host-to-device copies, kernels (synchronized),
-/// device-to-host copies. Transfers are from pageable memory for now.
+/// A staging buffer and the event recorded after the last copy that used it.
+struct StageSlot {
+    buf: PinnedBuffer,
+    done: Event,
+    busy: bool,
+}
+
+/// Wall-clock split of the last operation: host time spent handing data to the copy stream
+/// (pageable -> pinned staging -> device, overlapped with kernels already queued), the rest
+/// of the call until its results were on the host, the device-to-host part of that, and the
+/// kernels alone (measured with events on the compute stream).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct OpTimings {
     pub upload: Duration,
     pub compute: Duration,
     pub download: Duration,
+    pub kernels: Duration,
 }
 
 /// Pointer to a kernel argument, as cuLaunchKernel takes them.
@@ -101,8 +127,75 @@ pub(crate) fn arg<T>(x: &T) -> *mut c_void {
     x as *const T as *mut c_void
 }
 
+/// A CUDA event (destroyed on drop).
+pub(crate) struct Event(sys::CUevent);
+// SAFETY: a driver handle, usable from any thread with the context bound.
+unsafe impl Send for Event {}
+
+impl Event {
+    pub(crate) fn new(timing: bool) -> Result<Event, GpuError> {
+        let flags = if timing {
+            sys::CUevent_flags::CU_EVENT_DEFAULT
+        } else {
+            sys::CUevent_flags::CU_EVENT_DISABLE_TIMING
+        };
+        result::event::create(flags)
+            .map(Event)
+            .map_err(driver("cuEventCreate"))
+    }
+    pub(crate) fn record(&self, stream: &CudaStream) -> Result<(), GpuError> {
+        // SAFETY: live event and stream of the bound context.
+        unsafe { result::event::record(self.0, stream.cu_stream()) }
+            .map_err(driver("cuEventRecord"))
+    }
+    /// Work queued on `stream` after this call waits for the event.
+    pub(crate) fn wait_in(&self, stream: &CudaStream) -> Result<(), GpuError> {
+        // SAFETY: as above.
+        unsafe {
+            result::stream::wait_event(
+                stream.cu_stream(),
+                self.0,
+                sys::CUevent_wait_flags::CU_EVENT_WAIT_DEFAULT,
+            )
+        }
+        .map_err(driver("cuStreamWaitEvent"))
+    }
+    pub(crate) fn sync(&self) -> Result<(), GpuError> {
+        // SAFETY: live event.
+        unsafe { result::event::synchronize(self.0) }.map_err(driver("cuEventSynchronize"))
+    }
+    /// Time from `start` to `self` (both recorded with timing, both complete).
+    pub(crate) fn since(&self, start: &Event) -> Result<Duration, GpuError> {
+        // SAFETY: live events.
+        let ms = unsafe { result::event::elapsed(start.0, self.0) }
+            .map_err(driver("cuEventElapsedTime"))?;
+        Ok(Duration::from_secs_f64(ms as f64 / 1e3))
+    }
+}
+
+impl Drop for Event {
+    fn drop(&mut self) {
+        // SAFETY: created by cuEventCreate, destroyed once (the driver defers the release
+        // until pending work that records it is done).
+        let _ = unsafe { result::event::destroy(self.0) };
+    }
+}
+
+/// Elements of T per parallel fill task.
+const FILL_TASK_BYTES: usize = 1 << 20;
+
 impl Gpu {
     pub fn open(ordinal: usize, budget: VramBudget) -> Result<Self, GpuError> {
+        Self::open_with(ordinal, budget, DEFAULT_PINNED_BUDGET)
+    }
+
+    /// As [`Gpu::open`] with a pinned host memory budget in bytes (at least the two 32 MiB
+    /// staging buffers).
+    pub fn open_with(
+        ordinal: usize,
+        budget: VramBudget,
+        pinned_budget: usize,
+    ) -> Result<Self, GpuError> {
         if !crate::kernels::kernels_built() {
             return Err(GpuError::NoKernels);
         }
@@ -114,6 +207,7 @@ impl Gpu {
         let info = device_info(ordinal)?;
         let ctx = CudaContext::new(ordinal).map_err(driver("cuDevicePrimaryCtxRetain"))?;
         let stream = ctx.new_stream().map_err(driver("cuStreamCreate"))?;
+        let copy = ctx.new_stream().map_err(driver("cuStreamCreate"))?;
         let kernels = Kernels::load()?;
         let (free, _total) = ctx.mem_get_info().map_err(driver("cuMemGetInfo"))?;
         let budget = match budget {
@@ -121,14 +215,21 @@ impl Gpu {
             VramBudget::FractionOfFree(f) => (free as f64 * f.clamp(0.0, 1.0)) as usize,
         };
         let arena = VramArena::new(ctx.clone(), budget);
+        let pinned = PinnedPool::new(ctx.clone(), pinned_budget.max(2 * STAGE_BYTES));
         Ok(Gpu {
             info,
             ctx,
             stream,
+            copy,
             kernels,
             arena,
+            pinned,
+            staging: Mutex::new(None),
+            resident: Mutex::new(ResidentCache::default()),
             lock: Mutex::new(()),
             timings: Mutex::default(),
+            cancel: Arc::new(AtomicBool::new(false)),
+            residency: AtomicBool::new(true),
         })
     }
 
@@ -138,6 +239,10 @@ impl Gpu {
 
     pub fn arena(&self) -> &VramArena {
         &self.arena
+    }
+
+    pub fn pinned(&self) -> &PinnedPool {
+        &self.pinned
     }
 
     pub fn counters(&self) -> ArenaCounters {
@@ -152,12 +257,56 @@ impl Gpu {
         *self.timings.lock().unwrap() = t;
     }
 
+    /// The flag that aborts running operations at their next step (MSM chunk, NTT stage)
+    /// with [`GpuError::Cancelled`]; it stays set until cleared.
+    pub fn cancel_flag(&self) -> Arc<AtomicBool> {
+        self.cancel.clone()
+    }
+
+    pub(crate) fn check_cancel(&self) -> Result<(), GpuError> {
+        if self.cancel.load(Ordering::Relaxed) {
+            Err(GpuError::Cancelled)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Whether large base arrays are kept resident in device memory across calls (default
+    /// on). Turning it off drops the resident arrays.
+    pub fn set_residency(&self, on: bool) {
+        self.residency.store(on, Ordering::Relaxed);
+        if !on {
+            let _g = self.lock.lock().unwrap_or_else(|p| p.into_inner());
+            self.resident.lock().unwrap().clear();
+        }
+    }
+
+    pub(crate) fn residency_enabled(&self) -> bool {
+        self.residency.load(Ordering::Relaxed)
+    }
+
     /// Free and total device memory as the driver reports them.
     pub fn mem_info(&self) -> Result<(usize, usize), GpuError> {
         self.ctx
             .bind_to_thread()
             .map_err(driver("cuCtxSetCurrent"))?;
         self.ctx.mem_get_info().map_err(driver("cuMemGetInfo"))
+    }
+
+    /// Bytes of resident base arrays and how many there are.
+    pub fn resident_bytes(&self) -> (usize, usize) {
+        let r = self.resident.lock().unwrap();
+        (r.bytes(), r.len())
+    }
+
+    /// Drops every resident base array (memory goes back to the arena at once) and frees the
+    /// pinned staging buffers and every cached pinned block.
+    pub fn release_caches(&self) -> Result<(), GpuError> {
+        let _g = self.enter()?;
+        self.resident.lock().unwrap().clear();
+        *self.staging.lock().unwrap() = None;
+        self.pinned.trim();
+        Ok(())
     }
 
     /// Enters the device's kernel region: binds the context to this thread and holds the
@@ -170,11 +319,183 @@ impl Gpu {
         Ok(guard)
     }
 
+    /// Device memory from the arena; when the budget is short, resident base arrays not in
+    /// use are evicted (least recently used first) before the request is refused.
     pub(crate) fn alloc(&self, bytes: usize) -> Result<DeviceBuffer, GpuError> {
-        self.arena.alloc(bytes)
+        loop {
+            match self.arena.alloc(bytes) {
+                Err(GpuError::OverBudget { .. })
+                    if self.resident.lock().unwrap().evict_one() => {}
+                r => return r,
+            }
+        }
     }
 
-    /// Copies `src` to the start of `dst` on the compute stream.
+    /// Bytes a new allocation could get now, counting resident arrays that may be evicted.
+    pub(crate) fn available(&self) -> usize {
+        let c = self.arena.counters();
+        let evictable = self.resident.lock().unwrap().evictable_bytes();
+        c.budget.saturating_sub(c.in_use) + evictable
+    }
+
+    pub(crate) fn stream(&self) -> &CudaStream {
+        &self.stream
+    }
+
+    pub(crate) fn copy_stream(&self) -> &CudaStream {
+        &self.copy
+    }
+
+    fn with_staging<R>(
+        &self,
+        f: impl FnOnce(&mut [StageSlot; 2]) -> Result<R, GpuError>,
+    ) -> Result<R, GpuError> {
+        let mut st = self.staging.lock().unwrap();
+        if st.is_none() {
+            let slot = || -> Result<StageSlot, GpuError> {
+                Ok(StageSlot {
+                    buf: self.pinned.alloc(STAGE_BYTES)?,
+                    done: Event::new(false)?,
+                    busy: false,
+                })
+            };
+            *st = Some([slot()?, slot()?]);
+        }
+        f(st.as_mut().unwrap())
+    }
+
+    /// Uploads `len` elements of T to device address `dst` on the copy stream, through the
+    /// two pinned staging buffers: `fill(start, out)` writes elements [start, start +
+    /// out.len()) (called in parallel over parts of each staging buffer), while the copy of
+    /// the previous staging buffer runs. Kernels already queued on the compute stream keep
+    /// running meanwhile; work queued on the compute stream after this call waits for the
+    /// upload (an event). Copy-stream work waits for `after` first, if given (e.g. the event
+    /// after which the compute stream no longer reads `dst`).
+    pub(crate) fn upload_with<T: Copy + Send + Sync>(
+        &self,
+        dst: u64,
+        len: usize,
+        after: Option<&Event>,
+        fill: impl Fn(usize, &mut [T]) + Sync,
+    ) -> Result<(), GpuError> {
+        if len == 0 {
+            return Ok(());
+        }
+        if let Some(e) = after {
+            e.wait_in(&self.copy)?;
+        }
+        let elem = std::mem::size_of::<T>();
+        let per = STAGE_BYTES / elem;
+        let task = (FILL_TASK_BYTES / elem).max(1);
+        self.with_staging(|slots| {
+            for (k, start) in (0..len).step_by(per).enumerate() {
+                let slot = &mut slots[k % 2];
+                if slot.busy {
+                    slot.done.sync()?;
+                }
+                let count = per.min(len - start);
+                let buf = slot.buf.as_mut_slice::<T>(count);
+                buf.par_chunks_mut(task)
+                    .enumerate()
+                    .for_each(|(i, part)| fill(start + i * task, part));
+                // SAFETY: `dst` holds `len` elements; the staging buffer is page-locked and
+                // not written again before `done` (recorded next) completes.
+                unsafe {
+                    result::memcpy_htod_async(
+                        dst + (start * elem) as u64,
+                        &*buf,
+                        self.copy.cu_stream(),
+                    )
+                }
+                .map_err(driver("cuMemcpyHtoDAsync"))?;
+                slot.done.record(&self.copy)?;
+                slot.busy = true;
+            }
+            Ok(())
+        })?;
+        let done = Event::new(false)?;
+        done.record(&self.copy)?;
+        done.wait_in(&self.stream)
+    }
+
+    /// `upload_with` copying a slice.
+    pub(crate) fn upload_slice<T: Copy + Send + Sync>(
+        &self,
+        dst: &DeviceBuffer,
+        src: &[T],
+        after: Option<&Event>,
+    ) -> Result<(), GpuError> {
+        assert!(std::mem::size_of_val(src) <= dst.len_bytes(), "upload larger than its buffer");
+        self.upload_with(dst.ptr(), src.len(), after, |start, out| {
+            out.copy_from_slice(&src[start..start + out.len()])
+        })
+    }
+
+    /// Copies `dst.len()` elements from device address `src` into `dst` once the compute
+    /// stream's queued work is done: on the copy stream into one pinned staging buffer while
+    /// the host copies the other one out (double-buffered).
+    pub(crate) fn download_to<T: Copy + Send + Sync>(
+        &self,
+        dst: &mut [T],
+        src: u64,
+    ) -> Result<(), GpuError> {
+        if dst.is_empty() {
+            return Ok(());
+        }
+        let ready = Event::new(false)?;
+        ready.record(&self.stream)?;
+        ready.wait_in(&self.copy)?;
+        let elem = std::mem::size_of::<T>();
+        let per = STAGE_BYTES / elem;
+        let task = (FILL_TASK_BYTES / elem).max(1);
+        let len = dst.len();
+        self.with_staging(|slots| {
+            let mut pending: [Option<(usize, usize)>; 2] = [None, None];
+            let drain = |slot: &mut StageSlot,
+                         p: &mut Option<(usize, usize)>,
+                         dst: &mut [T]|
+             -> Result<(), GpuError> {
+                if let Some((start, count)) = p.take() {
+                    slot.done.sync()?;
+                    slot.busy = false;
+                    let from = slot.buf.as_slice::<T>(count);
+                    dst[start..start + count]
+                        .par_chunks_mut(task)
+                        .zip(from.par_chunks(task))
+                        .for_each(|(d, s)| d.copy_from_slice(s));
+                }
+                Ok(())
+            };
+            for (k, start) in (0..len).step_by(per).enumerate() {
+                let i = k % 2;
+                drain(&mut slots[i], &mut pending[i], dst)?;
+                let slot = &mut slots[i];
+                if slot.busy {
+                    slot.done.sync()?;
+                }
+                let count = per.min(len - start);
+                let buf = slot.buf.as_mut_slice::<T>(count);
+                // SAFETY: `src` holds `len` elements; the staging buffer is not read before
+                // `done` (recorded next) completes.
+                unsafe {
+                    result::memcpy_dtoh_async(buf, src + (start * elem) as u64, self.copy.cu_stream())
+                }
+                .map_err(driver("cuMemcpyDtoHAsync"))?;
+                slot.done.record(&self.copy)?;
+                slot.busy = true;
+                pending[i] = Some((start, count));
+            }
+            // Oldest first: the slot after the last one used.
+            let last = (len - 1) / per % 2;
+            for i in [1 - last, last] {
+                drain(&mut slots[i], &mut pending[i], dst)?;
+            }
+            Ok(())
+        })
+    }
+
+    /// Copies `src` to the start of `dst` (small transfers: tables, constants). Queued on
+    /// the compute stream from pageable memory, and waited for.
     pub(crate) fn upload<T: Copy>(&self, dst: &DeviceBuffer, src: &[T]) -> Result<(), GpuError> {
         assert!(
             std::mem::size_of_val(src) <= dst.len_bytes(),
@@ -184,39 +505,25 @@ impl Gpu {
             return Ok(());
         }
         // SAFETY: the buffer holds at least size_of_val(src) bytes; the stream is synchronized
-        // before `src` can go away (every operation ends with `sync`).
+        // before `src` can go away.
         unsafe { result::memcpy_htod_async(dst.ptr(), src, self.stream.cu_stream()) }
             .map_err(driver("cuMemcpyHtoDAsync"))?;
         // A pageable source may be reused by the caller as soon as we return.
         self.sync()
     }
 
-    /// Copies the start of `src` into `dst` and waits for it.
-    pub(crate) fn download<T: Copy>(
-        &self,
-        dst: &mut [T],
-        src: &DeviceBuffer,
-    ) -> Result<(), GpuError> {
-        assert!(
-            std::mem::size_of_val(dst) <= src.len_bytes(),
-            "download larger than its buffer"
-        );
-        if dst.is_empty() {
-            return Ok(());
-        }
-        // SAFETY: as in `upload`.
-        unsafe { result::memcpy_dtoh_async(dst, src.ptr(), self.stream.cu_stream()) }
-            .map_err(driver("cuMemcpyDtoHAsync"))?;
-        self.sync()
-    }
-
     /// Sets every byte of `dst` to `byte` (queued on the compute stream).
     pub(crate) fn memset(&self, dst: &DeviceBuffer, byte: u8) -> Result<(), GpuError> {
-        // SAFETY: within the buffer.
-        unsafe {
-            result::memset_d8_async(dst.ptr(), byte, dst.len_bytes(), self.stream.cu_stream())
+        self.memset_bytes(dst.ptr(), dst.len_bytes(), byte)
+    }
+
+    pub(crate) fn memset_bytes(&self, dst: u64, bytes: usize, byte: u8) -> Result<(), GpuError> {
+        if bytes == 0 {
+            return Ok(());
         }
-        .map_err(driver("cuMemsetD8Async"))
+        // SAFETY: the caller names a range inside one of its buffers.
+        unsafe { result::memset_d8_async(dst, byte, bytes, self.stream.cu_stream()) }
+            .map_err(driver("cuMemsetD8Async"))
     }
 
     /// Launches a 1-D grid covering `threads` threads in blocks of `block`.
@@ -245,18 +552,88 @@ impl Gpu {
         .map_err(driver("cuLaunchKernel"))
     }
 
-    /// Waits for the stream; reports any fault of the kernels launched before.
+    /// Waits for both streams; reports any fault of the kernels launched before.
     pub(crate) fn sync(&self) -> Result<(), GpuError> {
         self.stream
+            .synchronize()
+            .map_err(driver("cuStreamSynchronize"))?;
+        self.copy
             .synchronize()
             .map_err(driver("cuStreamSynchronize"))
     }
 }
 
+/// Host-to-device copy rates measured by [`Gpu::upload_rates`], in bytes per second.
+#[derive(Clone, Copy, Debug)]
+pub struct UploadRates {
+    pub bytes: usize,
+    /// One cuMemcpyHtoDAsync from a pageable Vec.
+    pub pageable: f64,
+    /// From a page-locked buffer of the pool (64 MiB copies).
+    pub pinned: f64,
+    /// What calls use: pageable memory copied into the two pinned staging buffers by the
+    /// host threads while the copy stream sends the other one.
+    pub staged: f64,
+}
+
+impl Gpu {
+    /// Measures host-to-device copy rates with `bytes` bytes (best of three each).
+    pub fn upload_rates(&self, bytes: usize) -> Result<UploadRates, GpuError> {
+        let _g = self.enter()?;
+        let d = self.alloc(bytes)?;
+        let host: Vec<u8> = (0..bytes).map(|i| i as u8).collect();
+        let best = |f: &dyn Fn() -> Result<(), GpuError>| -> Result<f64, GpuError> {
+            let mut best = f64::MAX;
+            for _ in 0..3 {
+                let t = std::time::Instant::now();
+                f()?;
+                best = best.min(t.elapsed().as_secs_f64());
+            }
+            Ok(bytes as f64 / best)
+        };
+        let pageable = best(&|| {
+            // SAFETY: `d` holds `bytes` bytes; synchronized before `host` can go away.
+            unsafe { result::memcpy_htod_async(d.ptr(), &host[..], self.stream.cu_stream()) }
+                .map_err(driver("cuMemcpyHtoDAsync"))?;
+            self.sync()
+        })?;
+        let chunk = (64usize << 20).min(bytes);
+        let mut p = self.pinned.alloc(chunk)?;
+        p.as_mut_slice::<u8>(chunk).copy_from_slice(&host[..chunk]);
+        let pinned = best(&|| {
+            let src = p.as_slice::<u8>(chunk);
+            for off in (0..bytes).step_by(chunk) {
+                let len = chunk.min(bytes - off);
+                // SAFETY: within both buffers; synchronized before `p` can go away.
+                unsafe {
+                    result::memcpy_htod_async(d.ptr() + off as u64, &src[..len], self.copy.cu_stream())
+                }
+                .map_err(driver("cuMemcpyHtoDAsync"))?;
+            }
+            self.sync()
+        })?;
+        drop(p);
+        let staged = best(&|| {
+            self.upload_slice(&d, &host, None)?;
+            self.sync()
+        })?;
+        Ok(UploadRates {
+            bytes,
+            pageable,
+            pinned,
+            staged,
+        })
+    }
+}
+
+/// Default pinned host budget: the staging buffers and MSM readback, with room to spare.
+pub const DEFAULT_PINNED_BUDGET: usize = 256 << 20;
+
 impl Drop for Gpu {
     fn drop(&mut self) {
         if self.ctx.bind_to_thread().is_ok() {
             let _ = self.stream.synchronize();
+            let _ = self.copy.synchronize();
         }
     }
 }

@@ -19,6 +19,14 @@ pub enum GpuError {
         in_use: usize,
         budget: usize,
     },
+    #[error("pinned host pool budget exceeded: {requested} bytes asked with {in_use} of {budget} in use")]
+    PinnedOverBudget {
+        requested: usize,
+        in_use: usize,
+        budget: usize,
+    },
+    #[error("cancelled")]
+    Cancelled,
 }
 
 /// `map_err` adaptor naming the driver call that failed.

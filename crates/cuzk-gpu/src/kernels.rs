@@ -70,6 +70,46 @@ kernels! {
     g1_sum_partials = "cuzk_g1_sum_partials",
     g1_xyzz_sum_partials = "cuzk_g1_xyzz_sum_partials",
     g1_xyzz_to_jacobian = "cuzk_g1_xyzz_to_jacobian",
+    g2_bucket_runs_affine = "cuzk_g2_bucket_runs_affine",
+    g2_bucket_runs_xyzz = "cuzk_g2_bucket_runs_xyzz",
+    g2_window_segments = "cuzk_g2_window_segments",
+    g2_sum_partials = "cuzk_g2_sum_partials",
+    g2_xyzz_sum_partials = "cuzk_g2_xyzz_sum_partials",
+    g2_xyzz_to_jacobian = "cuzk_g2_xyzz_to_jacobian",
+}
+
+/// The kernels of one group's MSM (G1 or G2).
+#[derive(Clone, Copy)]
+pub(crate) struct CurveKernels {
+    pub(crate) bucket_runs_affine: Kernel,
+    pub(crate) bucket_runs_xyzz: Kernel,
+    pub(crate) window_segments: Kernel,
+    pub(crate) sum_partials: Kernel,
+    pub(crate) xyzz_sum_partials: Kernel,
+    pub(crate) xyzz_to_jacobian: Kernel,
+}
+
+impl Kernels {
+    pub(crate) fn g1(&self) -> CurveKernels {
+        CurveKernels {
+            bucket_runs_affine: self.g1_bucket_runs_affine,
+            bucket_runs_xyzz: self.g1_bucket_runs_xyzz,
+            window_segments: self.g1_window_segments,
+            sum_partials: self.g1_sum_partials,
+            xyzz_sum_partials: self.g1_xyzz_sum_partials,
+            xyzz_to_jacobian: self.g1_xyzz_to_jacobian,
+        }
+    }
+    pub(crate) fn g2(&self) -> CurveKernels {
+        CurveKernels {
+            bucket_runs_affine: self.g2_bucket_runs_affine,
+            bucket_runs_xyzz: self.g2_bucket_runs_xyzz,
+            window_segments: self.g2_window_segments,
+            sum_partials: self.g2_sum_partials,
+            xyzz_sum_partials: self.g2_xyzz_sum_partials,
+            xyzz_to_jacobian: self.g2_xyzz_to_jacobian,
+        }
+    }
 }
 
 unsafe impl Send for Kernels {}

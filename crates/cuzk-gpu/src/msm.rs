@@ -1,20 +1,74 @@
-//! Host side of the G1 MSM and batch sum (kernels/msm.cuh).
+//! Host side of the MSM and batch sum over G1 and G2 (kernels/msm.cuh).
+//!
+//! A call is planned before anything is allocated ([`plan`]): the bases are either resident
+//! in device memory (uploaded once, kept across calls in the arena, see `resident.rs`) or
+//! streamed per chunk from pageable memory through the pinned staging buffers; the scalars
+//! (and indices) are cut into chunks whose whole workspace fits what the arena can give,
+//! at most 2^22 points each so that the upload of chunk k+1 (copy stream) runs while chunk k
+//! is computed (compute stream). Each chunk's window sums come back through one of two
+//! pinned readback buffers (double-buffered: chunk k is read back while chunk k+1 computes)
+//! and the host adds them up and combines the windows. A call that cannot fit even its
+//! smallest chunk is refused with `OverBudget` before any allocation; none meets a CUDA
+//! out-of-memory error.
 
-use blstrs::{G1Affine, G1Projective, Scalar};
+use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
+use cuzk_groth16::Selection;
 use group::Group;
-
-use crate::arena::DeviceBuffer;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::device::{arg, Gpu, OpTimings};
+use crate::arena::{reserved_size, DeviceBuffer};
+use crate::device::{arg, Event, Gpu, OpTimings};
 use crate::error::GpuError;
+use crate::kernels::{CurveKernels, Kernels};
+use crate::resident::{ResidentKey, MIN_RESIDENT_POINTS};
 
 const BLOCK: u32 = 128;
-const AFFINE_BYTES: usize = 96;
-const XYZZ_BYTES: usize = 192;
 const FR_BYTES: usize = 32;
-const _: () = assert!(std::mem::size_of::<G1Affine>() == AFFINE_BYTES);
-const _: () = assert!(std::mem::size_of::<G1Projective>() == 144);
+
+/// One group's sizes and kernels.
+pub(crate) trait Curve {
+    type Affine: Copy + Send + Sync;
+    type Proj: Group + Copy + Send + Sync;
+    const AFFINE_BYTES: usize;
+    const XYZZ_BYTES: usize;
+    const JAC_BYTES: usize;
+    const GROUP: u8;
+    fn kernels(k: &Kernels) -> CurveKernels;
+}
+
+pub(crate) struct G1;
+pub(crate) struct G2;
+
+impl Curve for G1 {
+    type Affine = G1Affine;
+    type Proj = G1Projective;
+    const AFFINE_BYTES: usize = 96;
+    const XYZZ_BYTES: usize = 192;
+    const JAC_BYTES: usize = 144;
+    const GROUP: u8 = 1;
+    fn kernels(k: &Kernels) -> CurveKernels {
+        k.g1()
+    }
+}
+
+impl Curve for G2 {
+    type Affine = G2Affine;
+    type Proj = G2Projective;
+    const AFFINE_BYTES: usize = 192;
+    const XYZZ_BYTES: usize = 384;
+    const JAC_BYTES: usize = 288;
+    const GROUP: u8 = 2;
+    fn kernels(k: &Kernels) -> CurveKernels {
+        k.g2()
+    }
+}
+
+// Blstrs types are used on the device as they are (blst_p1/p2 and their affine forms).
+const _: () = assert!(std::mem::size_of::<G1Affine>() == G1::AFFINE_BYTES);
+const _: () = assert!(std::mem::size_of::<G1Projective>() == G1::JAC_BYTES);
+const _: () = assert!(std::mem::size_of::<G2Affine>() == G2::AFFINE_BYTES);
+const _: () = assert!(std::mem::size_of::<G2Projective>() == G2::JAC_BYTES);
 
 /// Window width c for n points: wide enough that the bucket phase dominates, at most 16
 /// bits (2^15 buckets per window).
@@ -34,238 +88,26 @@ const RUN_CHUNK: usize = 32;
 const SUM_CHUNK: usize = 32;
 /// Partial sums each thread of the tree reduction adds.
 const REDUCE_CHUNK: usize = 16;
+/// The smallest chunk a plan may take before it refuses the call.
+pub(crate) const MIN_CHUNK: usize = 1 << 12;
 
-/// sum_i scalars[i] * points[i], equal to `CpuBackend::msm_g1` over the same points.
-pub(crate) fn msm_g1(
-    gpu: &Gpu,
-    points: &[G1Affine],
-    scalars: &[Scalar],
-) -> Result<G1Projective, GpuError> {
-    let n = points.len();
-    debug_assert_eq!(n, scalars.len());
-    if n == 0 {
-        return Ok(G1Projective::identity());
-    }
-    let _region = gpu.enter()?;
-    let c = window_bits(n);
-    let windows = 256u32.div_ceil(c);
-    let half = 1usize << (c - 1);
-    let stride = half + 1;
-
-    let d_points = gpu.alloc(n * AFFINE_BYTES)?;
-    let d_scalars = gpu.alloc(n * FR_BYTES)?;
-    let d_class = gpu.alloc(n)?;
-    let d_cursor = gpu.alloc(windows as usize * stride * 4)?;
-    let t0 = Instant::now();
-    gpu.upload(&d_points, points)?;
-    gpu.upload(&d_scalars, scalars)?;
-    let t1 = Instant::now();
-    gpu.memset(&d_cursor, 0)?;
-
-    let (pp, ps, pc, pk, n32) = (
-        d_points.ptr(),
-        d_scalars.ptr(),
-        d_class.ptr(),
-        d_cursor.ptr(),
-        n as u32,
-    );
-    gpu.launch(
-        gpu.kernels.msm_classify,
-        n,
-        BLOCK,
-        0,
-        &mut [
-            arg(&ps),
-            arg(&pc),
-            arg(&pk),
-            arg(&n32),
-            arg(&c),
-            arg(&windows),
-        ],
-    )?;
-    let scan_threads = 1024u32;
-    gpu.launch(
-        gpu.kernels.msm_bucket_offsets,
-        windows as usize * scan_threads as usize,
-        scan_threads,
-        scan_threads * 4,
-        &mut [arg(&pk), arg(&c)],
-    )?;
-    // Sorted entries and their bucket keys; slots past a window's count keep NO_KEY.
-    let slots = windows as usize * n;
-    let d_entries = gpu.alloc(slots * 4)?;
-    let d_keys = gpu.alloc(slots * 4)?;
-    gpu.memset(&d_keys, 0xff)?;
-    let (pe, pkeys) = (d_entries.ptr(), d_keys.ptr());
-    gpu.launch(
-        gpu.kernels.msm_scatter,
-        n,
-        BLOCK,
-        0,
-        &mut [
-            arg(&ps),
-            arg(&pc),
-            arg(&pk),
-            arg(&pe),
-            arg(&pkeys),
-            arg(&n32),
-            arg(&c),
-            arg(&windows),
-        ],
-    )?;
-    let buckets = windows as usize * half;
-    let d_buckets = gpu.alloc(buckets * XYZZ_BYTES)?;
-    gpu.memset(&d_buckets, 0)?; // all infinity (ZZ = 0)
-    let pb = d_buckets.ptr();
-    let cap = RUN_CHUNK as u32;
-    let mut len = slots;
-    let mut chunks = len.div_ceil(RUN_CHUNK);
-    let mut carry_vals = gpu.alloc(chunks * XYZZ_BYTES)?;
-    let mut carry_keys = gpu.alloc(chunks * 4)?;
-    let (len64, pv, pck) = (len as u64, carry_vals.ptr(), carry_keys.ptr());
-    gpu.launch(
-        gpu.kernels.g1_bucket_runs_affine,
-        chunks,
-        BLOCK,
-        0,
-        &mut [
-            arg(&pp),
-            arg(&pe),
-            arg(&pkeys),
-            arg(&len64),
-            arg(&cap),
-            arg(&pb),
-            arg(&pv),
-            arg(&pck),
-        ],
-    )?;
-    drop((d_entries, d_keys));
-    // Fold the carries until one chunk is left (its first run cannot continue anything).
-    while chunks > 1 {
-        len = chunks;
-        chunks = len.div_ceil(RUN_CHUNK);
-        let next_vals = gpu.alloc(chunks * XYZZ_BYTES)?;
-        let next_keys = gpu.alloc(chunks * 4)?;
-        let (len64, pv, pck, nv, nk) = (
-            len as u64,
-            carry_vals.ptr(),
-            carry_keys.ptr(),
-            next_vals.ptr(),
-            next_keys.ptr(),
-        );
-        gpu.launch(
-            gpu.kernels.g1_bucket_runs_xyzz,
-            chunks,
-            BLOCK,
-            0,
-            &mut [
-                arg(&pv),
-                arg(&pck),
-                arg(&len64),
-                arg(&cap),
-                arg(&pb),
-                arg(&nv),
-                arg(&nk),
-            ],
-        )?;
-        carry_vals = next_vals;
-        carry_keys = next_keys;
-    }
-    drop((carry_vals, carry_keys));
-    let segs = segments(half);
-    let d_segs = gpu.alloc(windows as usize * segs * XYZZ_BYTES)?;
-    let (pg, segs32) = (d_segs.ptr(), segs as u32);
-    gpu.launch(
-        gpu.kernels.g1_window_segments,
-        windows as usize * segs,
-        BLOCK,
-        0,
-        &mut [arg(&pb), arg(&pg), arg(&c), arg(&windows), arg(&segs32)],
-    )?;
-    drop(d_buckets);
-    let window_sums = reduce_groups(gpu, d_segs, windows as usize * segs, windows as usize)?;
-    let window_sums = to_host(gpu, &window_sums, windows as usize)?;
-
-    let ones = sum_points(gpu, &d_points, Some(&d_class), n)?;
-    gpu.sync()?;
-
-    // Horner over windows, top first: acc = acc * 2^c + W_w.
-    let mut acc = G1Projective::identity();
-    for w in window_sums.iter().rev() {
-        for _ in 0..c {
-            acc = acc.double();
-        }
-        acc += w;
-    }
-    gpu.set_timings(OpTimings {
-        upload: t1 - t0,
-        compute: t1.elapsed(),
-        download: Duration::ZERO,
-    });
-    Ok(acc + ones)
+/// The largest chunk (points per pass): CUZK_MSM_MAX_CHUNK_LOG (10 to 30), default 22.
+fn max_chunk() -> usize {
+    static K: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *K.get_or_init(|| {
+        1usize
+            << std::env::var("CUZK_MSM_MAX_CHUNK_LOG")
+                .ok()
+                .and_then(|v| v.parse::<u32>().ok())
+                .unwrap_or(22)
+                .clamp(10, 30)
+    })
 }
 
-/// Sum of the points (all of them), equal to `CpuBackend::sum_g1`.
-pub(crate) fn sum_g1(gpu: &Gpu, points: &[G1Affine]) -> Result<G1Projective, GpuError> {
-    let n = points.len();
-    if n == 0 {
-        return Ok(G1Projective::identity());
-    }
-    let _region = gpu.enter()?;
-    let d_points = gpu.alloc(n * AFFINE_BYTES)?;
-    let t0 = Instant::now();
-    gpu.upload(&d_points, points)?;
-    let t1 = Instant::now();
-    let sum = sum_points(gpu, &d_points, None, n)?;
-    gpu.set_timings(OpTimings {
-        upload: t1 - t0,
-        compute: t1.elapsed(),
-        download: Duration::ZERO,
-    });
-    Ok(sum)
-}
-
-/// Sum of the n points in `d_points` whose class is 1 (or all when `class` is None).
-fn sum_points(
-    gpu: &Gpu,
-    d_points: &DeviceBuffer,
-    class: Option<&DeviceBuffer>,
-    n: usize,
-) -> Result<G1Projective, GpuError> {
-    let threads = n.div_ceil(SUM_CHUNK);
-    let d_partial = gpu.alloc(threads * XYZZ_BYTES)?;
-    let (pp, pc, po) = (
-        d_points.ptr(),
-        class.map_or(0u64, |c| c.ptr()),
-        d_partial.ptr(),
-    );
-    let (n32, chunk, t32) = (n as u32, SUM_CHUNK as u32, threads as u32);
-    gpu.launch(
-        gpu.kernels.g1_sum_partials,
-        threads,
-        BLOCK,
-        0,
-        &mut [
-            arg(&pp),
-            arg(&pc),
-            arg(&po),
-            arg(&n32),
-            arg(&chunk),
-            arg(&t32),
-        ],
-    )?;
-    let total = reduce_groups(gpu, d_partial, threads, 1)?;
-    Ok(to_host(gpu, &total, 1)?[0])
-}
-
-/// Tree reduction of `count` XYZZ points made of `groups` equal contiguous groups (each a
-/// power of two long when groups > 1) down to one sum per group.
-fn reduce_groups(
-    gpu: &Gpu,
-    mut buf: DeviceBuffer,
-    mut count: usize,
-    groups: usize,
-) -> Result<DeviceBuffer, GpuError> {
+/// The steps of a tree reduction of `count` sums in `groups` equal groups: (count, chunk,
+/// threads) of each launch.
+fn reduce_steps(mut count: usize, groups: usize) -> Vec<(usize, usize, usize)> {
+    let mut steps = Vec::new();
     while count > groups {
         let per = count / groups;
         let chunk = REDUCE_CHUNK.min(per);
@@ -275,43 +117,620 @@ fn reduce_groups(
         } else {
             groups * (per / chunk)
         };
-        let out = gpu.alloc(threads * XYZZ_BYTES)?;
-        let (pi, po, c32, ch, t32) = (
-            buf.ptr(),
-            out.ptr(),
-            count as u32,
-            chunk as u32,
-            threads as u32,
-        );
+        steps.push((count, chunk, threads));
+        count = threads;
+    }
+    steps
+}
+
+/// Where a call's points come from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PointSource {
+    /// Uploaded per chunk (gathered through the pinned staging buffers).
+    Streamed,
+    /// The whole base array in device memory; selected points by an index array.
+    Resident { indexed: bool },
+}
+
+/// Byte sizes of one chunk's device buffers.
+#[derive(Clone, Copy, Debug, Default)]
+struct Layout {
+    points: usize,
+    idx: usize,
+    scalars: usize,
+    class: usize,
+    cursor: usize,
+    entries: usize,
+    carry_a: usize,
+    carry_b: usize,
+    buckets: usize,
+    segs: usize,
+    red_a: usize,
+    red_b: usize,
+    partial: usize,
+    jac: usize,
+}
+
+impl Layout {
+    /// For chunks of `m` points, c-bit windows; `sum_only`: a batch sum (no scalars).
+    fn new<C: Curve>(m: usize, c: u32, source: PointSource, sum_only: bool) -> Layout {
+        let (x, windows) = (C::XYZZ_BYTES, 256usize.div_ceil(c as usize));
+        let half = 1usize << (c - 1);
+        let mut l = Layout {
+            points: if source == PointSource::Streamed {
+                m * C::AFFINE_BYTES
+            } else {
+                0
+            },
+            idx: if source == (PointSource::Resident { indexed: true }) {
+                m * 4
+            } else {
+                0
+            },
+            ..Default::default()
+        };
+        let partials = m.div_ceil(SUM_CHUNK);
+        l.partial = partials * x;
+        let mut reds = vec![reduce_steps(partials, 1)];
+        if sum_only {
+            l.jac = C::JAC_BYTES;
+        } else {
+            let slots = windows * m;
+            let l1 = slots.div_ceil(RUN_CHUNK);
+            let l2 = l1.div_ceil(RUN_CHUNK);
+            let segs = segments(half);
+            l.scalars = m * FR_BYTES;
+            l.class = m;
+            l.cursor = windows * (half + 1) * 4;
+            l.entries = slots * 4;
+            l.carry_a = l1 * (x + 4);
+            l.carry_b = l2 * (x + 4);
+            l.buckets = windows * half * x;
+            l.segs = windows * segs * x;
+            l.jac = (windows + 1) * C::JAC_BYTES;
+            reds.push(reduce_steps(windows * segs, windows));
+        }
+        for r in reds {
+            // Outputs alternate between red_a and red_b, the first (largest) in red_a.
+            for (i, s) in r.iter().enumerate() {
+                let slot = if i % 2 == 0 { &mut l.red_a } else { &mut l.red_b };
+                *slot = (*slot).max(s.2 * x);
+            }
+        }
+        l
+    }
+
+    /// What the chunk's workspace takes from the arena: inputs and readback sources twice
+    /// (double-buffered), the rest once.
+    fn bytes(&self) -> usize {
+        let r = |b: usize| if b == 0 { 0 } else { reserved_size(b) };
+        2 * (r(self.points) + r(self.idx) + r(self.scalars) + r(self.jac))
+            + r(self.class)
+            + r(self.cursor)
+            + 2 * r(self.entries)
+            + r(self.carry_a)
+            + r(self.carry_b)
+            + r(self.buckets)
+            + r(self.segs)
+            + r(self.red_a)
+            + r(self.red_b)
+            + r(self.partial)
+            // rounding of the carry buffers (two allocations each)
+            + 4 * 256
+    }
+}
+
+/// What one MSM or sum call will take, decided before it allocates.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MsmPlan {
+    /// Points in the call.
+    pub n: usize,
+    /// Points per chunk and the number of chunks.
+    pub chunk: usize,
+    pub chunks: usize,
+    /// Window width.
+    pub c: u32,
+    pub source: PointSource,
+    /// Device bytes of the chunk workspace (the resident bases not included).
+    pub work_bytes: usize,
+    /// Device bytes of the resident base array (0 when streamed).
+    pub resident_bytes: usize,
+}
+
+/// The plan for `n` points out of `bases` base points, with `available` bytes to spend.
+pub(crate) fn plan<C: Curve>(
+    n: usize,
+    source: PointSource,
+    sum_only: bool,
+    available: usize,
+) -> Result<MsmPlan, usize> {
+    let mut m = n.clamp(1, max_chunk());
+    loop {
+        let c = window_bits(m);
+        let bytes = Layout::new::<C>(m, c, source, sum_only).bytes();
+        if bytes <= available {
+            return Ok(MsmPlan {
+                n,
+                chunk: m,
+                chunks: n.div_ceil(m).max(1),
+                c,
+                source,
+                work_bytes: bytes,
+                resident_bytes: 0,
+            });
+        }
+        if m <= MIN_CHUNK {
+            return Err(bytes);
+        }
+        m = m.div_ceil(2);
+    }
+}
+
+/// Device bytes a resident copy of `len` bases takes.
+pub(crate) fn resident_size<C: Curve>(len: usize) -> usize {
+    reserved_size(len * C::AFFINE_BYTES)
+}
+
+/// The chunk workspace, allocated once per call and reused by every chunk.
+struct Workspace {
+    points: [Option<DeviceBuffer>; 2],
+    idx: [Option<DeviceBuffer>; 2],
+    scalars: [Option<DeviceBuffer>; 2],
+    jac: [DeviceBuffer; 2],
+    class: Option<DeviceBuffer>,
+    cursor: Option<DeviceBuffer>,
+    entries: Option<DeviceBuffer>,
+    keys: Option<DeviceBuffer>,
+    carry_a: Option<(DeviceBuffer, DeviceBuffer)>,
+    carry_b: Option<(DeviceBuffer, DeviceBuffer)>,
+    buckets: Option<DeviceBuffer>,
+    segs: Option<DeviceBuffer>,
+    red_a: Option<DeviceBuffer>,
+    red_b: Option<DeviceBuffer>,
+    partial: DeviceBuffer,
+}
+
+fn alloc_opt(gpu: &Gpu, bytes: usize) -> Result<Option<DeviceBuffer>, GpuError> {
+    if bytes == 0 {
+        Ok(None)
+    } else {
+        gpu.alloc(bytes).map(Some)
+    }
+}
+
+impl Workspace {
+    fn new<C: Curve>(gpu: &Gpu, l: &Layout, m: usize) -> Result<Self, GpuError> {
+        let two = |b: usize| -> Result<[Option<DeviceBuffer>; 2], GpuError> {
+            Ok([alloc_opt(gpu, b)?, alloc_opt(gpu, b)?])
+        };
+        let carry = |b: usize| -> Result<Option<(DeviceBuffer, DeviceBuffer)>, GpuError> {
+            if b == 0 {
+                return Ok(None);
+            }
+            let entries = b / (C::XYZZ_BYTES + 4);
+            Ok(Some((
+                gpu.alloc(entries * C::XYZZ_BYTES)?,
+                gpu.alloc(entries * 4)?,
+            )))
+        };
+        let _ = m;
+        Ok(Workspace {
+            points: two(l.points)?,
+            idx: two(l.idx)?,
+            scalars: two(l.scalars)?,
+            jac: [gpu.alloc(l.jac)?, gpu.alloc(l.jac)?],
+            class: alloc_opt(gpu, l.class)?,
+            cursor: alloc_opt(gpu, l.cursor)?,
+            entries: alloc_opt(gpu, l.entries)?,
+            keys: alloc_opt(gpu, l.entries)?,
+            carry_a: carry(l.carry_a)?,
+            carry_b: carry(l.carry_b)?,
+            buckets: alloc_opt(gpu, l.buckets)?,
+            segs: alloc_opt(gpu, l.segs)?,
+            red_a: alloc_opt(gpu, l.red_a)?,
+            red_b: alloc_opt(gpu, l.red_b)?,
+            partial: gpu.alloc(l.partial)?,
+        })
+    }
+}
+
+fn ptr(b: &Option<DeviceBuffer>) -> u64 {
+    b.as_ref().map_or(0, |b| b.ptr())
+}
+
+/// Waits for the device's streams when dropped.
+struct SyncOnDrop<'a>(&'a Gpu);
+
+impl Drop for SyncOnDrop<'_> {
+    fn drop(&mut self) {
+        let _ = self.0.sync();
+    }
+}
+
+/// Tree reduction of `count` XYZZ points at `src` in `groups` equal groups, ping-ponging
+/// between red_a and red_b; the address of the `groups` sums.
+fn reduce(
+    gpu: &Gpu,
+    k: &CurveKernels,
+    src: u64,
+    count: usize,
+    groups: usize,
+    red: [u64; 2],
+) -> Result<u64, GpuError> {
+    let mut cur = src;
+    for (i, (count, chunk, threads)) in reduce_steps(count, groups).into_iter().enumerate() {
+        let out = red[i % 2];
+        let (c32, ch, t32) = (count as u32, chunk as u32, threads as u32);
         gpu.launch(
-            gpu.kernels.g1_xyzz_sum_partials,
+            k.xyzz_sum_partials,
             threads,
             BLOCK,
             0,
-            &mut [arg(&pi), arg(&po), arg(&c32), arg(&ch), arg(&t32)],
+            &mut [arg(&cur), arg(&out), arg(&c32), arg(&ch), arg(&t32)],
         )?;
-        buf = out;
-        count = threads;
+        cur = out;
     }
-    Ok(buf)
+    Ok(cur)
 }
 
-/// Converts `count` XYZZ points to Jacobian on the device and reads them as blstrs points
-/// (G1Projective is blst_p1, the layout of jacobian_t).
-fn to_host(gpu: &Gpu, xyzz: &DeviceBuffer, count: usize) -> Result<Vec<G1Projective>, GpuError> {
-    let d_jac = gpu.alloc(count * 144)?;
-    let (pi, po, c32) = (xyzz.ptr(), d_jac.ptr(), count as u32);
+fn to_jacobian(
+    gpu: &Gpu,
+    k: &CurveKernels,
+    src: u64,
+    dst: u64,
+    count: usize,
+) -> Result<(), GpuError> {
+    let c32 = count as u32;
     gpu.launch(
-        gpu.kernels.g1_xyzz_to_jacobian,
+        k.xyzz_to_jacobian,
         count,
         BLOCK,
         0,
-        &mut [arg(&pi), arg(&po), arg(&c32)],
-    )?;
+        &mut [arg(&src), arg(&dst), arg(&c32)],
+    )
+}
+
+/// The bases of one call, and whether the gpu keeps them resident.
+fn choose_source<C: Curve>(
+    gpu: &Gpu,
+    bases: &[C::Affine],
+    selection: Selection<'_>,
+    n: usize,
+    sum_only: bool,
+) -> Result<(PointSource, Option<Arc<DeviceBuffer>>), GpuError> {
+    let indexed = matches!(selection, Selection::Indices(_));
+    let resident = PointSource::Resident { indexed };
+    if bases.len() < MIN_RESIDENT_POINTS || !gpu.residency_enabled() {
+        return Ok((PointSource::Streamed, None));
+    }
+    let key = ResidentKey::of(bases, C::GROUP);
+    if let Some(buf) = gpu.resident.lock().unwrap().get(&key) {
+        return Ok((resident, Some(buf)));
+    }
+    // Admit when the selection is not tiny, the cache stays within half the budget and the
+    // call still has room for a full chunk.
+    let size = resident_size::<C>(bases.len());
+    let budget = gpu.counters().budget;
+    let cached = gpu.resident.lock().unwrap().bytes();
+    let full_chunk = Layout::new::<C>(
+        n.clamp(1, max_chunk()),
+        window_bits(n.clamp(1, max_chunk())),
+        resident,
+        sum_only,
+    )
+    .bytes();
+    if n.saturating_mul(8) < bases.len()
+        || cached + size > budget / 2
+        || size + full_chunk > gpu.available()
+    {
+        return Ok((PointSource::Streamed, None));
+    }
+    let buf = gpu.alloc(bases.len() * C::AFFINE_BYTES)?;
+    gpu.upload_with(buf.ptr(), bases.len(), None, |start, out: &mut [C::Affine]| {
+        out.copy_from_slice(&bases[start..start + out.len()])
+    })?;
+    let buf = Arc::new(buf);
+    gpu.resident.lock().unwrap().insert(key, buf.clone());
+    Ok((resident, Some(buf)))
+}
+
+/// sum_i scalars[i] * bases[sel_i] (or, with `scalars` None, the sum of the selected bases),
+/// equal to the CPU backend's result. Arguments are checked by the caller.
+pub(crate) fn msm<C: Curve>(
+    gpu: &Gpu,
+    bases: &[C::Affine],
+    selection: Selection<'_>,
+    scalars: Option<&[Scalar]>,
+) -> Result<C::Proj, GpuError> {
+    let n = selection.len(bases.len());
+    if n == 0 {
+        return Ok(C::Proj::identity());
+    }
+    let _region = gpu.enter()?;
+    let t0 = Instant::now();
+    let sum_only = scalars.is_none();
+    let (source, resident) = choose_source::<C>(gpu, bases, selection, n, sum_only)?;
+    let p = plan::<C>(n, source, sum_only, gpu.available()).map_err(|need| {
+        let c = gpu.counters();
+        GpuError::OverBudget {
+            device: gpu.info().ordinal,
+            requested: need,
+            in_use: c.in_use,
+            budget: c.budget,
+        }
+    })?;
+    let k = C::kernels(&gpu.kernels);
+    let (m, c) = (p.chunk, p.c);
+    let windows = 256u32.div_ceil(c);
+    let half = 1usize << (c - 1);
+    let l = Layout::new::<C>(m, c, source, sum_only);
+    let ws = Workspace::new::<C>(gpu, &l, m)?;
+    let mut upload_time = Duration::ZERO;
+
+    // Inputs of chunk j into slot j % 2, on the copy stream after the compute stream has
+    // finished reading that slot (chunk j - 2).
+    let in_free = [Event::new(false)?, Event::new(false)?];
+    let upload_chunk = |j: usize| -> Result<(), GpuError> {
+        let (s, lo) = (j % 2, j * m);
+        let len = m.min(n - lo);
+        let after = (j >= 2).then_some(&in_free[s]);
+        if let Some(sc) = scalars {
+            let d = ws.scalars[s].as_ref().unwrap();
+            gpu.upload_with(d.ptr(), len, after, |start, out: &mut [Scalar]| {
+                out.copy_from_slice(&sc[lo + start..lo + start + out.len()])
+            })?;
+        }
+        match (source, selection) {
+            (PointSource::Streamed, Selection::All) => {
+                gpu.upload_with(ptr(&ws.points[s]), len, after, |start, out| {
+                    out.copy_from_slice(&bases[lo + start..lo + start + out.len()])
+                })?
+            }
+            (PointSource::Streamed, Selection::Indices(idx)) => {
+                gpu.upload_with(ptr(&ws.points[s]), len, after, |start, out| {
+                    for (o, &i) in out.iter_mut().zip(&idx[lo + start..]) {
+                        *o = bases[i as usize];
+                    }
+                })?
+            }
+            (PointSource::Resident { .. }, Selection::Indices(idx)) => {
+                gpu.upload_with(ptr(&ws.idx[s]), len, after, |start, out: &mut [u32]| {
+                    out.copy_from_slice(&idx[lo + start..lo + start + out.len()])
+                })?
+            }
+            (PointSource::Resident { .. }, Selection::All) => {}
+        }
+        Ok(())
+    };
+
+    let readback_bytes = l.jac;
+    let mut readback = [
+        gpu.pinned().alloc(readback_bytes)?,
+        gpu.pinned().alloc(readback_bytes)?,
+    ];
+    let read_done = [Event::new(false)?, Event::new(false)?];
+    // On every exit (an error or a cancel mid-way included), queued copies and kernels are
+    // finished before the readback buffers and the workspace go back.
+    let _drain = SyncOnDrop(gpu);
+    let (kstart, kend) = (Event::new(true)?, Event::new(true)?);
+    let results = if sum_only { 1 } else { windows as usize + 1 };
+    let mut window_acc = vec![C::Proj::identity(); windows as usize];
+    let mut ones_acc = C::Proj::identity();
+    let mut consume = |slot: usize, buf: &crate::pinned::PinnedBuffer| {
+        let r = buf.as_slice::<C::Proj>(results);
+        let _ = slot;
+        if sum_only {
+            ones_acc += r[0];
+        } else {
+            for (a, w) in window_acc.iter_mut().zip(&r[..windows as usize]) {
+                *a += w;
+            }
+            ones_acc += r[windows as usize];
+        }
+    };
+
+    let t = Instant::now();
+    upload_chunk(0)?;
+    upload_time += t.elapsed();
+    kstart.record(gpu.stream())?;
+    let red = [ptr(&ws.red_a), ptr(&ws.red_b)];
+    for j in 0..p.chunks {
+        gpu.check_cancel()?;
+        let (s, lo) = (j % 2, j * m);
+        let len = m.min(n - lo);
+        let (n32, cap) = (len as u32, RUN_CHUNK as u32);
+        let (pts, pidx) = match (source, &resident) {
+            (PointSource::Resident { indexed: false }, Some(r)) => {
+                (r.ptr() + (lo * C::AFFINE_BYTES) as u64, 0u64)
+            }
+            (PointSource::Resident { indexed: true }, Some(r)) => (r.ptr(), ptr(&ws.idx[s])),
+            _ => (ptr(&ws.points[s]), 0u64),
+        };
+        let jac = ws.jac[s].ptr();
+        if j >= 2 {
+            // The readback of chunk j - 2 from this jac slot is done (consumed below).
+            read_done[s].wait_in(gpu.stream())?;
+        }
+        let pcls = ptr(&ws.class);
+        if !sum_only {
+            let (ps, pk) = (ptr(&ws.scalars[s]), ptr(&ws.cursor));
+            gpu.memset(ws.cursor.as_ref().unwrap(), 0)?;
+            gpu.launch(
+                gpu.kernels.msm_classify,
+                len,
+                BLOCK,
+                0,
+                &mut [
+                    arg(&ps),
+                    arg(&pcls),
+                    arg(&pk),
+                    arg(&n32),
+                    arg(&c),
+                    arg(&windows),
+                ],
+            )?;
+            let scan_threads = 1024u32;
+            gpu.launch(
+                gpu.kernels.msm_bucket_offsets,
+                windows as usize * scan_threads as usize,
+                scan_threads,
+                scan_threads * 4,
+                &mut [arg(&pk), arg(&c)],
+            )?;
+            let slots = windows as usize * len;
+            let (pe, pkeys) = (ptr(&ws.entries), ptr(&ws.keys));
+            gpu.memset_bytes(pkeys, slots * 4, 0xff)?;
+            gpu.launch(
+                gpu.kernels.msm_scatter,
+                len,
+                BLOCK,
+                0,
+                &mut [
+                    arg(&ps),
+                    arg(&pcls),
+                    arg(&pk),
+                    arg(&pe),
+                    arg(&pkeys),
+                    arg(&n32),
+                    arg(&c),
+                    arg(&windows),
+                ],
+            )?;
+            let pb = ptr(&ws.buckets);
+            gpu.memset(ws.buckets.as_ref().unwrap(), 0)?; // all infinity (ZZ = 0)
+            let (ca, cb) = (ws.carry_a.as_ref().unwrap(), ws.carry_b.as_ref().unwrap());
+            let carries = [(ca.0.ptr(), ca.1.ptr()), (cb.0.ptr(), cb.1.ptr())];
+            let mut level_len = slots;
+            let mut chunks = level_len.div_ceil(RUN_CHUNK);
+            let (len64, pv, pck) = (level_len as u64, carries[0].0, carries[0].1);
+            gpu.launch(
+                k.bucket_runs_affine,
+                chunks,
+                BLOCK,
+                0,
+                &mut [
+                    arg(&pts),
+                    arg(&pidx),
+                    arg(&pe),
+                    arg(&pkeys),
+                    arg(&len64),
+                    arg(&cap),
+                    arg(&pb),
+                    arg(&pv),
+                    arg(&pck),
+                ],
+            )?;
+            // Fold the carries until one chunk is left (its first run cannot continue
+            // anything); levels ping-pong between the two carry buffers.
+            let mut level = 0;
+            while chunks > 1 {
+                level_len = chunks;
+                chunks = level_len.div_ceil(RUN_CHUNK);
+                let (src, dst) = (carries[level % 2], carries[(level + 1) % 2]);
+                let len64 = level_len as u64;
+                gpu.launch(
+                    k.bucket_runs_xyzz,
+                    chunks,
+                    BLOCK,
+                    0,
+                    &mut [
+                        arg(&src.0),
+                        arg(&src.1),
+                        arg(&len64),
+                        arg(&cap),
+                        arg(&pb),
+                        arg(&dst.0),
+                        arg(&dst.1),
+                    ],
+                )?;
+                level += 1;
+            }
+            let segs = segments(half);
+            let (pg, segs32) = (ptr(&ws.segs), segs as u32);
+            gpu.launch(
+                k.window_segments,
+                windows as usize * segs,
+                BLOCK,
+                0,
+                &mut [arg(&pb), arg(&pg), arg(&c), arg(&windows), arg(&segs32)],
+            )?;
+            let sums = reduce(gpu, &k, pg, windows as usize * segs, windows as usize, red)?;
+            to_jacobian(gpu, &k, sums, jac, windows as usize)?;
+        }
+        // The scalar-one points (or, for a sum, all of them).
+        let threads = len.div_ceil(SUM_CHUNK);
+        let (po, chunk, t32) = (ws.partial.ptr(), SUM_CHUNK as u32, threads as u32);
+        let cls = if sum_only { 0u64 } else { pcls };
+        gpu.launch(
+            k.sum_partials,
+            threads,
+            BLOCK,
+            0,
+            &mut [
+                arg(&pts),
+                arg(&pidx),
+                arg(&cls),
+                arg(&po),
+                arg(&n32),
+                arg(&chunk),
+                arg(&t32),
+            ],
+        )?;
+        let total = reduce(gpu, &k, po, threads, 1, red)?;
+        let ones_at = if sum_only { 0 } else { windows as usize };
+        to_jacobian(gpu, &k, total, jac + (ones_at * C::JAC_BYTES) as u64, 1)?;
+        in_free[s].record(gpu.stream())?;
+
+        // Next chunk's inputs while this one computes.
+        if j + 1 < p.chunks {
+            let t = Instant::now();
+            upload_chunk(j + 1)?;
+            upload_time += t.elapsed();
+        }
+        // This chunk's results back on the copy stream (after the upload just queued).
+        let ready = Event::new(false)?;
+        ready.record(gpu.stream())?;
+        ready.wait_in(gpu.copy_stream())?;
+        {
+            let out = readback[s].as_mut_slice::<u8>(results * C::JAC_BYTES);
+            // SAFETY: pinned destination, read only after read_done[s] completes.
+            unsafe {
+                cudarc::driver::result::memcpy_dtoh_async(out, jac, gpu.copy_stream().cu_stream())
+            }
+            .map_err(crate::error::driver("cuMemcpyDtoHAsync"))?;
+        }
+        read_done[s].record(gpu.copy_stream())?;
+        // The previous chunk's results, double-buffered.
+        if j >= 1 {
+            let ps = (j - 1) % 2;
+            read_done[ps].sync()?;
+            consume(ps, &readback[ps]);
+        }
+    }
+    kend.record(gpu.stream())?;
+    let last = (p.chunks - 1) % 2;
+    read_done[last].sync()?;
+    consume(last, &readback[last]);
     gpu.sync()?;
-    let mut out = vec![G1Projective::identity(); count];
-    gpu.download(&mut out, &d_jac)?;
-    Ok(out)
+    let kernels = kend.since(&kstart)?;
+    drop(readback);
+    drop(ws);
+
+    // Horner over windows, top first: acc = acc * 2^c + W_w.
+    let mut acc = C::Proj::identity();
+    for w in window_acc.iter().rev() {
+        for _ in 0..c {
+            acc = acc.double();
+        }
+        acc += w;
+    }
+    gpu.set_timings(OpTimings {
+        upload: upload_time,
+        compute: t0.elapsed().saturating_sub(upload_time),
+        download: Duration::ZERO,
+        kernels,
+    });
+    Ok(acc + ones_acc)
 }
 
 #[cfg(test)]
@@ -328,6 +747,32 @@ mod tests {
             assert!(256u32.div_ceil(c) * c >= 256);
             let half = 1usize << (c - 1);
             assert_eq!(half % segments(half), 0);
+        }
+    }
+
+    /// A plan shrinks its chunks to what is available, and refuses below the smallest.
+    #[test]
+    fn plans_chunk_to_fit() {
+        let n = 1 << 22;
+        let full = plan::<G1>(n, PointSource::Streamed, false, usize::MAX).unwrap();
+        assert_eq!((full.chunk, full.chunks), (n, 1));
+        let small = plan::<G1>(n, PointSource::Streamed, false, full.work_bytes / 5).unwrap();
+        assert!(small.chunks > 1 && small.work_bytes <= full.work_bytes / 5);
+        assert_eq!(small.chunk * small.chunks, n);
+        assert!(plan::<G1>(n, PointSource::Streamed, false, 1 << 20).is_err());
+        let g2 = plan::<G2>(1000, PointSource::Resident { indexed: true }, false, usize::MAX).unwrap();
+        assert_eq!((g2.chunk, g2.chunks), (1000, 1));
+        // Resident points take no per-chunk point buffers.
+        let r = plan::<G1>(n, PointSource::Resident { indexed: false }, false, usize::MAX).unwrap();
+        assert!(r.work_bytes + 2 * n * 96 <= full.work_bytes + 4096);
+    }
+
+    #[test]
+    fn reductions_end_at_one_sum_per_group() {
+        for (count, groups) in [(1usize, 1usize), (33, 1), (16 * 1024, 16), (8 * 64, 64), (1 << 17, 1)] {
+            let steps = reduce_steps(count, groups);
+            let last = steps.last().map_or(count, |s| s.2);
+            assert_eq!(last, groups, "{count} in {groups} groups");
         }
     }
 }

@@ -5,10 +5,10 @@ use cuzk_groth16::backend::{vanishing_inverse_on_coset, Scaling};
 use cuzk_groth16::NttDirection;
 use ff::Field;
 
-use crate::arena::DeviceBuffer;
+use crate::arena::{reserved_size, DeviceBuffer};
 use std::time::Instant;
 
-use crate::device::{arg, Gpu, OpTimings};
+use crate::device::{arg, Event, Gpu, OpTimings};
 use crate::error::GpuError;
 
 const BLOCK: u32 = 256;
@@ -104,6 +104,7 @@ fn upload_powers(gpu: &Gpu, p: &Powers) -> Result<DevicePowers, GpuError> {
     let lo = gpu.alloc(p.lo.len() * FR_BYTES)?;
     gpu.upload(&hi, &p.hi)?;
     gpu.upload(&lo, &p.lo)?;
+    // (synchronous: the tables are small)
     Ok(DevicePowers {
         arg: PowerTableArg {
             hi: hi.ptr(),
@@ -114,6 +115,46 @@ fn upload_powers(gpu: &Gpu, p: &Powers) -> Result<DevicePowers, GpuError> {
         _hi: hi,
         _lo: lo,
     })
+}
+
+/// Device bytes an NTT of 2^log_n elements takes: two value buffers, the twiddles and the
+/// small power tables. An NTT is not split: a budget below this refuses it.
+pub(crate) fn ntt_bytes(log_n: u32) -> usize {
+    let n = 1usize << log_n;
+    let table = |len: usize| reserved_size(len * FR_BYTES);
+    let side = |bits: u32| table(1 << bits.div_ceil(2)) + table(1 << (bits - bits.div_ceil(2)));
+    2 * reserved_size(n * FR_BYTES)
+        + reserved_size((n / 2).max(1) * FR_BYTES)
+        + side(log_n.saturating_sub(1))
+        + 2 * side(log_n)
+}
+
+/// Elements per chunk of the coset quotient: all n when a, b, c fit, else the largest power
+/// of two that does (at least 2^12), or None.
+pub(crate) fn quotient_chunk(n: usize, available: usize) -> Option<usize> {
+    let bytes = |m: usize| 3 * reserved_size(m * FR_BYTES) + reserved_size(FR_BYTES);
+    let mut m = n.max(1).next_power_of_two().min(n.max(1));
+    if bytes(m) <= available {
+        return Some(m);
+    }
+    m = n.next_power_of_two() / 2;
+    while m >= 1 << 12 {
+        if bytes(m) <= available {
+            return Some(m);
+        }
+        m /= 2;
+    }
+    None
+}
+
+fn over_budget(gpu: &Gpu, requested: usize) -> GpuError {
+    let c = gpu.counters();
+    GpuError::OverBudget {
+        device: gpu.info().ordinal,
+        requested,
+        in_use: c.in_use,
+        budget: c.budget,
+    }
 }
 
 /// The transform of `values` (length 2^log_n) in place, equal to `CpuBackend::ntt`.
@@ -129,21 +170,28 @@ pub(crate) fn ntt(
         return Ok(());
     }
     let _region = gpu.enter()?;
+    gpu.check_cancel()?;
+    let need = ntt_bytes(log_n);
+    if need > gpu.available() {
+        return Err(over_budget(gpu, need));
+    }
+    let t0 = Instant::now();
     let plan = dir.plan(log_n);
     let w = plan.root;
     let pre = plan.pre.map(|p| Powers::of(p, log_n));
     let post = plan.post.map(|p| Powers::of(p, log_n));
 
     let bufs = [gpu.alloc(n * FR_BYTES)?, gpu.alloc(n * FR_BYTES)?];
-    let t0 = Instant::now();
-    gpu.upload(&bufs[0], values)?;
-    let t1 = Instant::now();
-
-    // Twiddles omega^k, k < n/2, expanded on the device from two small tables.
+    // Small tables first (synchronous), then the twiddle expansion on the compute stream
+    // while the values go up on the copy stream.
     let half = n / 2;
     let twiddles = gpu.alloc(half * FR_BYTES)?;
+    let t = upload_powers(gpu, &Powers::new(w, Scalar::ONE, log_n - 1))?;
+    let pre = pre.map(|p| upload_powers(gpu, &p)).transpose()?;
+    let post = post.map(|p| upload_powers(gpu, &p)).transpose()?;
+    let (kstart, kend) = (Event::new(true)?, Event::new(true)?);
+    kstart.record(gpu.stream())?;
     {
-        let t = upload_powers(gpu, &Powers::new(w, Scalar::ONE, log_n - 1))?;
         let (out, table, count) = (twiddles.ptr(), t.arg, half as u32);
         gpu.launch(
             gpu.kernels.fr_power_table,
@@ -152,10 +200,10 @@ pub(crate) fn ntt(
             0,
             &mut [arg(&out), arg(&table), arg(&count)],
         )?;
-        gpu.sync()?;
     }
-    let pre = pre.map(|p| upload_powers(gpu, &p)).transpose()?;
-    let post = post.map(|p| upload_powers(gpu, &p)).transpose()?;
+    let tu = Instant::now();
+    gpu.upload_slice(&bufs[0], values, None)?;
+    let upload = tu.elapsed();
     let none = PowerTableArg::default();
 
     // Passes of up to max_log_radix() stages each, the stages spread evenly over the passes;
@@ -170,6 +218,7 @@ pub(crate) fn ntt(
     }
     let tw = twiddles.ptr();
     for (p, &(s, stages)) in passes.iter().enumerate() {
+        gpu.check_cancel()?;
         let (src, dst) = (bufs[p % 2].ptr(), bufs[(p + 1) % 2].ptr());
         let pre_arg = if p == 0 {
             pre.as_ref().map_or(none, |t| t.arg)
@@ -203,18 +252,21 @@ pub(crate) fn ntt(
             ],
         )?;
     }
-    gpu.sync()?;
+    kend.record(gpu.stream())?;
     let t2 = Instant::now();
-    gpu.download(values, &bufs[passes.len() % 2])?;
+    gpu.download_to(values, bufs[passes.len() % 2].ptr())?;
+    gpu.sync()?;
     gpu.set_timings(OpTimings {
-        upload: t1 - t0,
-        compute: t2 - t1,
+        upload,
+        compute: (t2 - t0).saturating_sub(upload),
         download: t2.elapsed(),
+        kernels: kend.since(&kstart)?,
     });
     Ok(())
 }
 
-/// a = (a * b - c) / Z(g) pointwise, equal to `CpuBackend::coset_quotient`.
+/// a = (a * b - c) / Z(g) pointwise, equal to `CpuBackend::coset_quotient`; in chunks when
+/// a, b and c do not fit the arena together.
 pub(crate) fn coset_quotient(
     gpu: &Gpu,
     a: &mut [Scalar],
@@ -226,34 +278,46 @@ pub(crate) fn coset_quotient(
         return Ok(());
     }
     let _region = gpu.enter()?;
+    gpu.check_cancel()?;
+    let m = quotient_chunk(n, gpu.available())
+        .ok_or_else(|| over_budget(gpu, 3 * reserved_size((1 << 12) * FR_BYTES)))?;
     let z_inv = [vanishing_inverse_on_coset(n)];
     let t0 = Instant::now();
     let (da, db, dc, dz) = (
-        gpu.alloc(n * FR_BYTES)?,
-        gpu.alloc(n * FR_BYTES)?,
-        gpu.alloc(n * FR_BYTES)?,
+        gpu.alloc(m * FR_BYTES)?,
+        gpu.alloc(m * FR_BYTES)?,
+        gpu.alloc(m * FR_BYTES)?,
         gpu.alloc(FR_BYTES)?,
     );
-    gpu.upload(&da, a)?;
-    gpu.upload(&db, b)?;
-    gpu.upload(&dc, c)?;
     gpu.upload(&dz, &z_inv)?;
-    let t1 = Instant::now();
-    let (pa, pb, pc, pz, count) = (da.ptr(), db.ptr(), dc.ptr(), dz.ptr(), n as u32);
-    gpu.launch(
-        gpu.kernels.fr_coset_quotient,
-        n,
-        BLOCK,
-        0,
-        &mut [arg(&pa), arg(&pb), arg(&pc), arg(&pz), arg(&count)],
-    )?;
+    let (kstart, kend) = (Event::new(true)?, Event::new(true)?);
+    kstart.record(gpu.stream())?;
+    let mut upload = std::time::Duration::ZERO;
+    for lo in (0..n).step_by(m) {
+        gpu.check_cancel()?;
+        let hi = (lo + m).min(n);
+        let tu = Instant::now();
+        gpu.upload_slice(&da, &a[lo..hi], None)?;
+        gpu.upload_slice(&db, &b[lo..hi], None)?;
+        gpu.upload_slice(&dc, &c[lo..hi], None)?;
+        upload += tu.elapsed();
+        let (pa, pb, pc, pz, count) = (da.ptr(), db.ptr(), dc.ptr(), dz.ptr(), (hi - lo) as u32);
+        gpu.launch(
+            gpu.kernels.fr_coset_quotient,
+            hi - lo,
+            BLOCK,
+            0,
+            &mut [arg(&pa), arg(&pb), arg(&pc), arg(&pz), arg(&count)],
+        )?;
+        gpu.download_to(&mut a[lo..hi], da.ptr())?;
+    }
+    kend.record(gpu.stream())?;
     gpu.sync()?;
-    let t2 = Instant::now();
-    gpu.download(a, &da)?;
     gpu.set_timings(OpTimings {
-        upload: t1 - t0,
-        compute: t2 - t1,
-        download: t2.elapsed(),
+        upload,
+        compute: t0.elapsed().saturating_sub(upload),
+        download: std::time::Duration::ZERO,
+        kernels: kend.since(&kstart)?,
     });
     Ok(())
 }

@@ -8,7 +8,7 @@ mod common;
 
 use std::time::Instant;
 
-use blstrs::{G1Affine, Scalar};
+use blstrs::{G1Affine, G2Affine, Scalar};
 use common::*;
 use cuzk_gpu::{GpuBackend, VramBudget};
 use cuzk_groth16::{Backend, BackendError, CpuBackend, NttDirection, Selection};
@@ -36,12 +36,14 @@ fn max_log_msm() -> u32 {
         .unwrap_or(22)
 }
 
+/// After a call the arena holds only the resident base arrays (the baseline).
 fn assert_arena_empty(gpu: &GpuBackend) {
     let c = gpu.arena_counters();
+    let (bytes, arrays) = gpu.resident();
     assert_eq!(
         (c.in_use, c.buffers),
-        (0, 0),
-        "arena not back at baseline: {c:?}"
+        (bytes, arrays),
+        "arena not back at baseline: {c:?}, resident {bytes} bytes in {arrays} arrays"
     );
 }
 
@@ -275,6 +277,7 @@ fn over_budget_is_an_error_and_leaves_the_arena_empty() {
 #[test]
 fn driver_free_memory_returns_to_its_start() {
     let Some((gpu, _serial)) = gpu() else { return };
+    gpu.release_caches().unwrap();
     let (free0, _) = gpu.mem_info().unwrap();
     let n = 1 << 16;
     let bases = random_bases(n, 20);
@@ -287,8 +290,12 @@ fn driver_free_memory_returns_to_its_start() {
         // a bad request in between fails alone
         assert!(gpu.msm_g1(&bases, Selection::All, &v[..10]).is_err());
     }
-    let (free1, _) = gpu.mem_info().unwrap();
     assert_arena_empty(gpu);
+    assert!(gpu.resident().1 > 0, "2^16 bases should have stayed resident");
+    gpu.release_caches().unwrap();
+    let (free1, _) = gpu.mem_info().unwrap();
+    let c = gpu.arena_counters();
+    assert_eq!((c.in_use, c.buffers), (0, 0), "{c:?}");
     let drift = free0.abs_diff(free1);
     assert!(
         drift <= 1 << 20,
@@ -297,5 +304,118 @@ fn driver_free_memory_returns_to_its_start() {
     say(&format!(
         "memory: 40 calls + 10 refused; driver free memory {free0} -> {free1} bytes, arena {:?}",
         gpu.arena_counters()
+    ));
+}
+
+fn check_msm_g2(gpu: &GpuBackend, label: &str, bases: &[G2Affine], scalars: &[Scalar]) {
+    let want = CpuBackend.msm_g2(bases, Selection::All, scalars).unwrap();
+    let got = gpu.msm_g2(bases, Selection::All, scalars).unwrap();
+    assert_eq!(got, want, "G2 MSM {label}, n = {} differs from the CPU backend", scalars.len());
+    assert_arena_empty(gpu);
+}
+
+#[test]
+fn msm_g2_and_sum_g2_match_cpu() {
+    let Some((gpu, _serial)) = gpu() else { return };
+    let top = 1usize << 16;
+    let bases = random_bases_g2(top, 31);
+    for n in [1usize, 2, 3, 1000, 1 << 12, top] {
+        let b = &bases[..n];
+        check_msm_g2(gpu, "random", b, &random_scalars(n, 32 + n as u64));
+        check_msm_g2(gpu, "porep-like", b, &porep_scalars(n, 33));
+        check_msm_g2(gpu, "all-one", b, &vec![Scalar::ONE; n]);
+        check_msm_g2(gpu, "minus-one", b, &vec![-Scalar::ONE; n]);
+        assert_eq!(
+            gpu.sum_g2(b, Selection::All).unwrap(),
+            CpuBackend.sum_g2(b, Selection::All).unwrap(),
+            "G2 sum n = {n}"
+        );
+    }
+    let mut with_id = bases[..5000].to_vec();
+    for b in with_id.iter_mut().step_by(5) {
+        *b = G2Affine::identity();
+    }
+    check_msm_g2(gpu, "identity-bases", &with_id, &random_scalars(5000, 34));
+    let idx: Vec<u32> = (0..30000u32).rev().map(|i| i * 13 % top as u32).collect();
+    let s = porep_scalars(idx.len(), 35);
+    assert_eq!(
+        gpu.msm_g2(&bases, Selection::Indices(&idx), &s).unwrap(),
+        CpuBackend.msm_g2(&bases, Selection::Indices(&idx), &s).unwrap(),
+        "G2 msm with indices"
+    );
+    assert_eq!(
+        gpu.sum_g2(&bases, Selection::Indices(&idx)).unwrap(),
+        CpuBackend.sum_g2(&bases, Selection::Indices(&idx)).unwrap(),
+        "G2 sum with indices"
+    );
+    assert_arena_empty(gpu);
+    say("msm_g2 / sum_g2 (random, porep-like, one, -1, identity bases, indices; n = 1..2^16): equal to the CPU backend");
+}
+
+/// With a budget that cannot hold a whole MSM, the plan cuts it into chunks (and resident
+/// bases are refused or evicted), and the result is still equal to the CPU backend's.
+#[test]
+fn chunked_msm_under_a_small_budget_matches_cpu() {
+    let Some((_, _serial)) = gpu() else { return };
+    let small = GpuBackend::open(0, VramBudget::Bytes(96 << 20)).expect("second handle");
+    let n = 1 << 20;
+    let plan = small.plan_msm_g1(n).unwrap();
+    assert!(plan.chunks > 1, "{plan:?}");
+    let bases = random_bases(n, 40);
+    for (label, scalars) in [("random", random_scalars(n, 41)), ("porep-like", porep_scalars(n, 42))] {
+        let want = CpuBackend.msm_g1(&bases, Selection::All, &scalars).unwrap();
+        assert_eq!(small.msm_g1(&bases, Selection::All, &scalars).unwrap(), want, "chunked {label}");
+    }
+    let idx: Vec<u32> = (0..n as u32).step_by(2).collect();
+    let s = porep_scalars(idx.len(), 43);
+    assert_eq!(
+        small.msm_g1(&bases, Selection::Indices(&idx), &s).unwrap(),
+        CpuBackend.msm_g1(&bases, Selection::Indices(&idx), &s).unwrap(),
+        "chunked with indices"
+    );
+    let c = small.arena_counters();
+    let (bytes, arrays) = small.resident();
+    assert_eq!((c.in_use, c.buffers), (bytes, arrays), "{c:?}");
+    assert!(c.high_water <= c.budget);
+    say(&format!(
+        "chunked MSM 2^20 in a 96 MiB arena: {} chunks of {} points, equal to the CPU backend; high water {} MiB",
+        plan.chunks,
+        plan.chunk,
+        c.high_water >> 20
+    ));
+}
+
+/// Bases used twice stay resident: the second call uploads only scalars and is equal too.
+#[test]
+fn resident_bases_are_reused_and_equal() {
+    let Some((gpu, _serial)) = gpu() else { return };
+    let n = 1 << 18;
+    let bases = random_bases(n, 50);
+    let s1 = porep_scalars(n, 51);
+    let s2 = random_scalars(n, 52);
+    let want1 = CpuBackend.msm_g1(&bases, Selection::All, &s1).unwrap();
+    let want2 = CpuBackend.msm_g1(&bases, Selection::All, &s2).unwrap();
+    let t = Instant::now();
+    assert_eq!(gpu.msm_g1(&bases, Selection::All, &s1).unwrap(), want1);
+    let first = t.elapsed();
+    let resident = gpu.resident();
+    assert!(resident.1 > 0, "bases not resident");
+    let t = Instant::now();
+    assert_eq!(gpu.msm_g1(&bases, Selection::All, &s2).unwrap(), want2);
+    let second = t.elapsed();
+    assert_eq!(gpu.resident(), resident, "second call added an array");
+    // A different array of the same length is a different key.
+    let other = random_bases(n, 53);
+    assert_eq!(
+        gpu.msm_g1(&other, Selection::All, &s1).unwrap(),
+        CpuBackend.msm_g1(&other, Selection::All, &s1).unwrap()
+    );
+    assert_arena_empty(gpu);
+    say(&format!(
+        "resident bases 2^18: first call {:.1} ms (upload), second {:.1} ms, {} arrays resident ({} MiB)",
+        ms(first),
+        ms(second),
+        gpu.resident().1,
+        gpu.resident().0 >> 20
     ));
 }

@@ -4,7 +4,7 @@
 use std::io::Write;
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
-use blstrs::{G1Affine, G1Projective, Scalar};
+use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use cuzk_gpu::GpuBackend;
 use ff::Field;
 use group::{prime::PrimeCurveAffine, Curve, Group};
@@ -101,6 +101,30 @@ pub fn random_bases(n: usize, seed: u64) -> Vec<G1Affine> {
     out.par_chunks_mut(1 << 12)
         .zip(proj.par_chunks(1 << 12))
         .for_each(|(o, p)| G1Projective::batch_normalize(p, o));
+    out
+}
+
+/// As [`random_bases`] over G2.
+pub fn random_bases_g2(n: usize, seed: u64) -> Vec<G2Affine> {
+    let proj: Vec<G2Projective> = (0..n)
+        .into_par_iter()
+        .chunks(1 << 10)
+        .flat_map_iter(|idx| {
+            let mut r = rng(seed ^ (idx[0] as u64) << 24);
+            let step = G2Projective::random(&mut r);
+            let mut p = G2Projective::random(&mut r);
+            idx.into_iter()
+                .map(move |_| {
+                    p += step;
+                    p
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    let mut out = vec![G2Affine::identity(); n];
+    out.par_chunks_mut(1 << 10)
+        .zip(proj.par_chunks(1 << 10))
+        .for_each(|(o, p)| G2Projective::batch_normalize(p, o));
     out
 }
 

@@ -1,0 +1,149 @@
+//! Base arrays (SRS points) kept in device memory across calls.
+//!
+//! An MSM or sum over a large base array uploads the whole array once and keeps it in the
+//! arena, keyed by the host slice (address, length, group) and checked by a fingerprint of
+//! 256 points spread over it, so that later calls over the same parameters upload only their
+//! scalars and indices. Entries live inside the arena's budget: they are admitted only while
+//! they take at most half of it, and evicted (least recently used first) whenever an
+//! allocation would not fit otherwise. An entry in use by a running call is never evicted.
+//!
+//! The fingerprint assumes what parameters are: immutable while loaded. A caller that
+//! rewrites a base array in place between calls (same address and length) and leaves the
+//! 256 sampled points unchanged would read stale points; `Gpu::release_caches` drops every
+//! entry.
+
+use std::sync::Arc;
+
+use crate::arena::DeviceBuffer;
+
+/// Base arrays shorter than this are streamed each call (the upload is cheap).
+pub(crate) const MIN_RESIDENT_POINTS: usize = 1 << 15;
+const SAMPLES: usize = 256;
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) struct ResidentKey {
+    addr: usize,
+    len: usize,
+    group: u8,
+    fingerprint: u64,
+}
+
+impl ResidentKey {
+    pub(crate) fn of<T: Copy>(bases: &[T], group: u8) -> ResidentKey {
+        let len = bases.len();
+        let elem = std::mem::size_of::<T>();
+        let mut h: u64 = 0xcbf29ce484222325 ^ (len as u64) ^ ((group as u64) << 56);
+        let mut mix = |bytes: &[u8]| {
+            for chunk in bytes.chunks(8) {
+                let mut w = [0u8; 8];
+                w[..chunk.len()].copy_from_slice(chunk);
+                h = (h ^ u64::from_le_bytes(w)).wrapping_mul(0x100000001b3);
+                h ^= h >> 29;
+            }
+        };
+        let stride = (len / SAMPLES).max(1);
+        for i in 0..SAMPLES.min(len) {
+            // A pseudo-random position inside each stride, and the last element.
+            let j = (i * stride + (i.wrapping_mul(7919) % stride)).min(len - 1);
+            // SAFETY: plain-old-data points; reading their bytes.
+            let bytes = unsafe {
+                std::slice::from_raw_parts((&bases[j] as *const T).cast::<u8>(), elem)
+            };
+            mix(bytes);
+        }
+        if len > 0 {
+            // SAFETY: as above.
+            mix(unsafe {
+                std::slice::from_raw_parts((&bases[len - 1] as *const T).cast::<u8>(), elem)
+            });
+        }
+        ResidentKey {
+            addr: bases.as_ptr() as usize,
+            len,
+            group,
+            fingerprint: h,
+        }
+    }
+}
+
+struct Entry {
+    key: ResidentKey,
+    buf: Arc<DeviceBuffer>,
+    last_use: u64,
+}
+
+#[derive(Default)]
+pub(crate) struct ResidentCache {
+    entries: Vec<Entry>,
+    tick: u64,
+    pub(crate) hits: u64,
+    pub(crate) misses: u64,
+}
+
+impl ResidentCache {
+    pub(crate) fn get(&mut self, key: &ResidentKey) -> Option<Arc<DeviceBuffer>> {
+        self.tick += 1;
+        let tick = self.tick;
+        // An entry at the same address and length but another fingerprint is stale.
+        self.entries
+            .retain(|e| !(e.key.addr == key.addr && e.key.len == key.len && e.key != *key) || Arc::strong_count(&e.buf) > 1);
+        match self.entries.iter_mut().find(|e| e.key == *key) {
+            Some(e) => {
+                e.last_use = tick;
+                self.hits += 1;
+                Some(e.buf.clone())
+            }
+            None => {
+                self.misses += 1;
+                None
+            }
+        }
+    }
+
+    pub(crate) fn insert(&mut self, key: ResidentKey, buf: Arc<DeviceBuffer>) {
+        self.tick += 1;
+        self.entries.push(Entry {
+            key,
+            buf,
+            last_use: self.tick,
+        });
+    }
+
+    /// Evicts the least recently used entry not in use; false when there is none.
+    pub(crate) fn evict_one(&mut self) -> bool {
+        let victim = self
+            .entries
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| Arc::strong_count(&e.buf) == 1)
+            .min_by_key(|(_, e)| e.last_use)
+            .map(|(i, _)| i);
+        match victim {
+            Some(i) => {
+                self.entries.swap_remove(i);
+                true
+            }
+            None => false,
+        }
+    }
+
+    pub(crate) fn evictable_bytes(&self) -> usize {
+        self.entries
+            .iter()
+            .filter(|e| Arc::strong_count(&e.buf) == 1)
+            .map(|e| e.buf.reserved_bytes())
+            .sum()
+    }
+
+    pub(crate) fn bytes(&self) -> usize {
+        self.entries.iter().map(|e| e.buf.reserved_bytes()).sum()
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub(crate) fn clear(&mut self) {
+        self.entries.clear();
+    }
+}
