@@ -86,6 +86,9 @@ pub struct GpusConfig {
     /// Device memory each GPU's arena may hold, bytes; unset: 90% of what is free when
     /// cuzkd starts.
     pub vram_budget_bytes: Option<u64>,
+    /// Page-locked host memory each GPU's transfer pool may hold, bytes (at least the two
+    /// 32 MiB staging buffers); unset: cuzk-gpu's default, 256 MiB.
+    pub pinned_memory_budget_bytes: Option<u64>,
 }
 
 impl Default for GpusConfig {
@@ -95,6 +98,7 @@ impl Default for GpusConfig {
             devices: vec![],
             gpu_workers_per_device: 1,
             vram_budget_bytes: None,
+            pinned_memory_budget_bytes: None,
         }
     }
 }
@@ -277,6 +281,11 @@ impl Config {
         if g.vram_budget_bytes == Some(0) {
             return Err(invalid("[gpus] vram_budget_bytes = 0".into()));
         }
+        if let Some(b) = g.pinned_memory_budget_bytes.filter(|&b| b < 64 << 20) {
+            return Err(invalid(format!(
+                "[gpus] pinned_memory_budget_bytes = {b} is below 64 MiB, the two staging buffers every transfer goes through"
+            )));
+        }
         if g.backend != BackendChoice::Cpu && g.plan().iter().all(|p| p.workers == 0) {
             return Err(invalid("[gpus]: every GPU has 0 workers; nothing could prove".into()));
         }
@@ -357,6 +366,8 @@ mod tests {
             ]
         );
         assert_eq!(Config::default().gpus.plan(), [GpuPlan { ordinal: 0, vram_budget_bytes: None, workers: 1 }]);
+        let e = Config::parse("[gpus]\npinned_memory_budget_bytes = 1000\n", "t.toml").unwrap_err();
+        assert!(e.to_string().contains("below 64 MiB"), "{e}");
         let e = Config::parse("[gpus]\ndevices = [2, { ordinal = 2 }]\n", "t.toml").unwrap_err();
         assert!(e.to_string().contains("GPU 2 twice"), "{e}");
         let e = Config::parse("[gpus]\ndevices = [{ ordinal = 0, vram = 5 }]\n", "t.toml").unwrap_err();

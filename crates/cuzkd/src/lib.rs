@@ -29,11 +29,17 @@ fn devices(g: &GpusConfig) -> Result<Vec<Device>> {
                     Some(b) => cuzk_gpu::VramBudget::Bytes(b as usize),
                     None => cuzk_gpu::VramBudget::default(),
                 };
-                let gpu = Arc::new(cuzk_gpu::GpuBackend::open(p.ordinal, budget)?);
+                let pinned = g.pinned_memory_budget_bytes.map_or(cuzk_gpu::device::DEFAULT_PINNED_BUDGET, |b| b as usize);
+                let gpu = Arc::new(cuzk_gpu::GpuBackend::open_with(p.ordinal, budget, pinned)?);
                 let name = format!("gpu{} {}", p.ordinal, gpu.device().name);
                 let probe = gpu.clone();
                 let c = probe.arena_counters();
-                log::info!("{name}: VRAM budget {} MiB, {} worker(s)", c.budget >> 20, p.workers);
+                log::info!(
+                    "{name}: VRAM budget {} MiB, pinned host budget {} MiB, {} worker(s)",
+                    c.budget >> 20,
+                    pinned >> 20,
+                    p.workers
+                );
                 Ok(Device::new(name, gpu).with_workers(p.workers).with_memory(Arc::new(move || {
                     let c = probe.arena_counters();
                     MemoryStatus {
