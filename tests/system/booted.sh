@@ -46,8 +46,11 @@ echo "root filesystem ready after $(( $(date +%s) - T0 ))s: $TAR"
 WORK="$(mktemp -d /var/tmp/cuzk-booted.XXXXXX)"
 ROOT="$WORK/root"
 cleanup() {
+  local t=$(date +%s)
   shutdown_container
+  local t2=$(date +%s)
   rm -rf "$WORK"
+  echo "cleaned up in $(( $(date +%s) - t ))s (container $(( t2 - t ))s)"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -237,7 +240,10 @@ journal_fields() {
   [ $missing = 0 ] || return 1
   # and a job's records can be selected by its field
   in_ct journalctl _SYSTEMD_UNIT=cuzk.service JOB_ID=booted-kill -o cat --no-pager | tail -5
-  [ -n "$(in_ct journalctl _SYSTEMD_UNIT=cuzk.service JOB_ID=booted-kill -o cat --no-pager)" ]
+  [ -n "$(in_ct journalctl _SYSTEMD_UNIT=cuzk.service JOB_ID=booted-kill -o cat --no-pager)" ] || return 1
+  # the form docs/service.md shows operators
+  out="$(in_ct journalctl -u cuzk JOB_ID=booted-kill -o verbose --no-pager)"
+  grep -q 'PROOF_KIND=' <<<"$out"
 }
 check "journalctl -u cuzk -o verbose shows JOB_ID, PROOF_KIND, STAGE" journal_fields
 

@@ -51,35 +51,30 @@ boot() {
     "$@" </dev/null >"$WORK/console.log" 2>&1 &
   NSPAWN_PID=$!
   LEADER=""
-  for _ in $(seq 100); do
-    LEADER="$(pgrep -P "$NSPAWN_PID" | head -1)"
-    [ -n "$LEADER" ] && break
-    sleep 0.1
-  done
-  [ -n "$LEADER" ] || { echo "the container did not start:"; cat "$WORK/console.log"; return 1; }
-  # Wait until systemd inside has finished booting ("running", or "degraded" with a failed
-  # unit, which the checks then show).
-  local state=""
-  for _ in $(seq 120); do
-    state="$(in_ct systemctl is-system-running 2>/dev/null)"
-    case "$state" in running|degraded) return 0 ;; esac
+  # The container's PID 1 is the child of nspawn that runs systemd (nspawn forks a short-lived
+  # helper first, so take the one named systemd), then wait until systemd has finished
+  # booting: "running", or "degraded" with a failed unit, which the checks then show.
+  local state="" deadline=$(( $(date +%s) + 120 ))
+  while [ "$(date +%s)" -lt "$deadline" ]; do
+    kill -0 "$NSPAWN_PID" 2>/dev/null || break
+    LEADER="$(pgrep -P "$NSPAWN_PID" -x systemd | head -1)"
+    if [ -n "$LEADER" ]; then
+      state="$(in_ct systemctl is-system-running 2>/dev/null)"
+      case "$state" in running|degraded) return 0 ;; esac
+    fi
     sleep 0.5
   done
+  cat "$WORK/console.log"
   echo "the container did not finish booting (state: $state)"
   return 1
 }
 
-# shutdown_container: powers the container off, then makes sure nspawn is gone.
+# shutdown_container: ends the container. It is thrown away, so no orderly poweroff:
+# SIGKILL to its PID 1 ends every process in its PID namespace, and nspawn cleans up.
 shutdown_container() {
   [ -n "${NSPAWN_PID:-}" ] || return 0
-  if kill -0 "$NSPAWN_PID" 2>/dev/null; then
-    in_ct systemctl poweroff >/dev/null 2>&1 || true
-    for _ in $(seq 30); do kill -0 "$NSPAWN_PID" 2>/dev/null || break; sleep 0.5; done
-    # Still up (a proof draining, say): SIGKILL to the container's PID 1 ends every process
-    # in its PID namespace, and nspawn with it.
-    kill -KILL "$LEADER" 2>/dev/null || true
-    wait "$NSPAWN_PID" 2>/dev/null || true
-  fi
+  [ -n "${LEADER:-}" ] && kill -KILL "$LEADER" 2>/dev/null
+  wait "$NSPAWN_PID" 2>/dev/null || true
   NSPAWN_PID=""
 }
 
