@@ -75,6 +75,60 @@ fn status_line(engine: &Engine) -> String {
     format!("{} queued, {} running, {} completed, {} failed", s.queue_depth(), s.running, s.completed, s.failed)
 }
 
+enum Listener {
+    Unix(tokio::net::UnixListener),
+    Tcp(tokio::net::TcpListener),
+}
+
+/// Every socket systemd passed (LISTEN_FDS: unix and TCP stream sockets, e.g. a socket unit
+/// with two ListenStream= lines), or else the configured address, bound here.
+async fn listeners(listen: &str) -> Result<Vec<Listener>> {
+    let mut out = Vec::new();
+    for fd in sd_notify::listen_fds().context("LISTEN_FDS")? {
+        // SAFETY: systemd passed this fd to us (LISTEN_PID matched) and nothing else owns it.
+        let unix = unsafe { std::os::unix::net::UnixListener::from_raw_fd(fd) };
+        let l = if unix.local_addr().is_ok() {
+            unix.set_nonblocking(true)?;
+            log::info!("listening on the unix socket passed by systemd (fd {fd})");
+            Listener::Unix(tokio::net::UnixListener::from_std(unix)?)
+        } else {
+            // Not AF_UNIX: the same fd as an inet stream socket.
+            let tcp = unsafe { std::net::TcpListener::from_raw_fd(std::os::fd::IntoRawFd::into_raw_fd(unix)) };
+            let addr = tcp.local_addr().with_context(|| {
+                format!("fd {fd} from systemd is neither a unix nor a TCP stream socket (check ListenStream= in cuzk.socket)")
+            })?;
+            tcp.set_nonblocking(true)?;
+            log::info!("listening on {addr}, the TCP socket passed by systemd (fd {fd})");
+            Listener::Tcp(tokio::net::TcpListener::from_std(tcp)?)
+        };
+        out.push(l);
+    }
+    if !out.is_empty() {
+        return Ok(out);
+    }
+    Ok(vec![match listen.parse::<Address>()? {
+        Address::Unix(path) => {
+            if path.exists() {
+                std::fs::remove_file(&path).with_context(|| format!("removing stale {}", path.display()))?;
+            }
+            if let Some(dir) = path.parent() {
+                std::fs::create_dir_all(dir)?;
+            }
+            let l = tokio::net::UnixListener::bind(&path)
+                .with_context(|| format!("[daemon] listen: binding {}", path.display()))?;
+            log::info!("listening on unix://{}", path.display());
+            Listener::Unix(l)
+        }
+        Address::Tcp(hostport) => {
+            let l = tokio::net::TcpListener::bind(&hostport)
+                .await
+                .with_context(|| format!("[daemon] listen: binding {hostport}"))?;
+            log::info!("listening on {hostport}");
+            Listener::Tcp(l)
+        }
+    }])
+}
+
 /// Resolves on SIGTERM or SIGINT.
 pub async fn shutdown_signal() {
     use tokio::signal::unix::{signal, SignalKind};
@@ -118,7 +172,6 @@ pub async fn run(cfg: Config, shutdown: impl std::future::Future<Output = ()> + 
     let service = ProvingEngineServer::new(service::ProvingService { engine: engine.clone() })
         .max_decoding_message_size(max)
         .max_encoding_message_size(max);
-    let router = tonic::transport::Server::builder().add_service(service);
 
     // Keep STATUS= current for `systemctl status`, and ping the watchdog (WatchdogSec=) at
     // half its interval: a daemon whose runtime stalls stops pinging and is restarted.
@@ -137,53 +190,46 @@ pub async fn run(cfg: Config, shutdown: impl std::future::Future<Output = ()> + 
         }
     });
 
-    let mut fds = sd_notify::listen_fds().context("LISTEN_FDS")?;
-    let served = if let Some(fd) = fds.next() {
-        // SAFETY: systemd passed this fd to us (LISTEN_PID matched) and nothing else owns it.
-        let std_listener = unsafe { std::os::unix::net::UnixListener::from_raw_fd(fd) };
-        std_listener.set_nonblocking(true)?;
-        let listener = tokio::net::UnixListener::from_std(std_listener)
-            .context("the socket from systemd (cuzkd takes a unix stream socket)")?;
-        log::info!("listening on the socket passed by systemd (fd {fd})");
-        notify(&[NotifyState::Ready, NotifyState::Status(&status_line(&engine))]);
-        router
-            .serve_with_incoming_shutdown(tokio_stream::wrappers::UnixListenerStream::new(listener), shutdown)
-            .await
-    } else {
-        match cfg.daemon.listen.parse::<Address>()? {
-            Address::Unix(path) => {
-                if path.exists() {
-                    std::fs::remove_file(&path).with_context(|| format!("removing stale {}", path.display()))?;
-                }
-                if let Some(dir) = path.parent() {
-                    std::fs::create_dir_all(dir)?;
-                }
-                let listener = tokio::net::UnixListener::bind(&path)
-                    .with_context(|| format!("[daemon] listen: binding {}", path.display()))?;
-                log::info!("listening on unix://{}", path.display());
-                notify(&[NotifyState::Ready, NotifyState::Status(&status_line(&engine))]);
-                router
-                    .serve_with_incoming_shutdown(tokio_stream::wrappers::UnixListenerStream::new(listener), shutdown)
-                    .await
-            }
-            Address::Tcp(hostport) => {
-                let listener = tokio::net::TcpListener::bind(&hostport)
-                    .await
-                    .with_context(|| format!("[daemon] listen: binding {hostport}"))?;
-                log::info!("listening on {hostport}");
-                notify(&[NotifyState::Ready, NotifyState::Status(&status_line(&engine))]);
-                router
-                    .serve_with_incoming_shutdown(tokio_stream::wrappers::TcpListenerStream::new(listener), shutdown)
-                    .await
-            }
-        }
+    let listeners = listeners(&cfg.daemon.listen).await?;
+    notify(&[NotifyState::Ready, NotifyState::Status(&status_line(&engine))]);
+    // One server per listening socket, all serving the same service, all stopped together.
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
+        let _ = rx.wait_for(|&stop| stop).await;
     };
+    let mut servers = tokio::task::JoinSet::new();
+    for listener in listeners {
+        let router = tonic::transport::Server::builder().add_service(service.clone());
+        let stop = stopped(stop_rx.clone());
+        servers.spawn(async move {
+            match listener {
+                Listener::Unix(l) => {
+                    router.serve_with_incoming_shutdown(tokio_stream::wrappers::UnixListenerStream::new(l), stop).await
+                }
+                Listener::Tcp(l) => {
+                    router.serve_with_incoming_shutdown(tokio_stream::wrappers::TcpListenerStream::new(l), stop).await
+                }
+            }
+        });
+    }
+    let mut served = Ok(());
+    tokio::select! {
+        _ = shutdown => {}
+        // A server that ends by itself failed: stop the others and report it.
+        Some(r) = servers.join_next() => served = r.map_err(anyhow::Error::from).and_then(|r| r.map_err(anyhow::Error::from)),
+    }
+    let _ = stop_tx.send(true);
+    while let Some(r) = servers.join_next().await {
+        if let Err(e) = r.map_err(anyhow::Error::from).and_then(|r| r.map_err(anyhow::Error::from)) {
+            served = served.and(Err(e));
+        }
+    }
     notify(&[NotifyState::Stopping, NotifyState::Status("draining")]);
     let timeout = Duration::from_secs(cfg.daemon.drain_timeout_secs);
     let report = tokio::task::spawn_blocking(move || engine.drain(timeout)).await?;
     log::info!("drained: {report:?}");
     if let Err(e) = served {
-        bail!("gRPC server: {e}");
+        bail!("gRPC server: {e:#}");
     }
     Ok(())
 }

@@ -1,5 +1,5 @@
-//! cuzkd for real: started by `systemd-socket-activate` (it takes its socket from
-//! LISTEN_FDS), reporting READY=1, STATUS=, WATCHDOG=1 and STOPPING=1 to a NOTIFY_SOCKET
+//! cuzkd for real: started by `systemd-socket-activate` (it takes its sockets, unix and
+//! TCP, from LISTEN_FDS), reporting READY=1, STATUS=, WATCHDOG=1 and STOPPING=1 to a NOTIFY_SOCKET
 //! owned by the test, proving the 2 KiB PoRep fixture over gRPC (the proof verifies with
 //! filecoin-proofs), honouring await timeouts and cancel, refusing bad requests alone, and
 //! draining on SIGTERM.
@@ -52,9 +52,13 @@ async fn socket_activated_daemon_proves_and_reports_to_systemd() {
     let notify = UnixDatagram::bind(&notify_path).unwrap();
     let sock = dir.join("cuzk.sock");
 
+    // A second listening socket, TCP, as a socket unit with two ListenStream= lines passes.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let child = Command::new("systemd-socket-activate")
         .arg("-l")
         .arg(&sock)
+        .arg("-l")
+        .arg(format!("127.0.0.1:{port}"))
         .arg(format!("--setenv=NOTIFY_SOCKET={}", notify_path.display()))
         .arg("--setenv=RUST_LOG=info")
         .arg("--setenv=WATCHDOG_USEC=400000")
@@ -76,6 +80,10 @@ async fn socket_activated_daemon_proves_and_reports_to_systemd() {
     let status = client.get_status(GetStatusRequest {}).await.expect("GetStatus answers").into_inner();
     assert_eq!(status.total_proofs_completed, 0);
     assert!(!Path::new(&format!("{}/unused.sock", dir.display())).exists(), "bound its own socket instead of LISTEN_FDS");
+    // The TCP socket from LISTEN_FDS is served too.
+    let tcp: Address = format!("127.0.0.1:{port}").parse().unwrap();
+    let mut over_tcp = connect(&tcp, DEFAULT_MAX_MESSAGE_BYTES).await.expect("connects over TCP");
+    over_tcp.get_status(GetStatusRequest {}).await.expect("GetStatus answers over the TCP socket from systemd");
     let got = notifications(&notify, "READY=1", Duration::from_secs(10));
     assert!(got.contains("READY=1"), "no READY=1 in {got:?}");
     assert!(got.contains("STATUS="), "no STATUS= in {got:?}");
