@@ -75,15 +75,17 @@ let
     };
     srs.param_cache = cfg.paramDir;
   }
-  // optionalAttrs (cfg.gpus != [ ]) {
-    gpus.devices = if gpusHaveDetail then map gpuEntry cfg.gpus else map (g: g.ordinal) cfg.gpus;
-  }
-  // optionalAttrs (cfg.hostMemoryBudget != null || cfg.pinnedMemoryBudget != null) {
-    engine =
-      optionalAttrs (cfg.hostMemoryBudget != null) { host_memory_budget_bytes = cfg.hostMemoryBudget; }
+  // optionalAttrs (cfg.gpus != [ ] || cfg.pinnedMemoryBudget != null) {
+    gpus =
+      optionalAttrs (cfg.gpus != [ ]) {
+        devices = if gpusHaveDetail then map gpuEntry cfg.gpus else map (g: g.ordinal) cfg.gpus;
+      }
       // optionalAttrs (cfg.pinnedMemoryBudget != null) {
         pinned_memory_budget_bytes = cfg.pinnedMemoryBudget;
       };
+  }
+  // optionalAttrs (cfg.hostMemoryBudget != null) {
+    engine.host_memory_budget_bytes = cfg.hostMemoryBudget;
   };
 
   finalSettings = lib.recursiveUpdate cfg.settings typedSettings;
@@ -110,7 +112,7 @@ let
       onlyIf = cfg.hostMemoryBudget != null;
     }
     {
-      path = [ "engine" "pinned_memory_budget_bytes" ];
+      path = [ "gpus" "pinned_memory_budget_bytes" ];
       option = "services.cuzk.pinnedMemoryBudget";
       onlyIf = cfg.pinnedMemoryBudget != null;
     }
@@ -118,6 +120,8 @@ let
   settingAt = path: lib.attrByPath path null cfg.settings;
 
   ordinals = map (g: g.ordinal) cfg.gpus;
+  # One pinned pool per GPU (device 0 alone when none is listed).
+  pinnedPools = lib.max 1 (builtins.length cfg.gpus);
   underAny = dirs: p: lib.any (d: p == d || lib.hasPrefix "${d}/" p) dirs;
   backend = settingAt [ "gpus" "backend" ];
 in
@@ -184,9 +188,10 @@ in
       default = null;
       example = literalExpression "64 * 1024 * 1024 * 1024";
       description = ''
-        Bytes of page-locked (pinned) host memory for GPU transfers
-        (`[engine] pinned_memory_budget_bytes`); counted within the host memory budget.
-        `null`: the daemon's default.
+        Bytes of page-locked (pinned) host memory each GPU's transfer pool may hold
+        (`[gpus] pinned_memory_budget_bytes`; at least 64 MiB, its two staging buffers).
+        All GPUs' pools together must fit in the host memory budget. `null`: the daemon's
+        default, 256 MiB per GPU.
       '';
     };
 
@@ -277,8 +282,12 @@ in
           assertion =
             cfg.pinnedMemoryBudget == null
             || cfg.hostMemoryBudget == null
-            || cfg.pinnedMemoryBudget <= cfg.hostMemoryBudget;
-          message = "services.cuzk.pinnedMemoryBudget (${toString cfg.pinnedMemoryBudget}) exceeds services.cuzk.hostMemoryBudget (${toString cfg.hostMemoryBudget}): pinned memory is part of the host budget.";
+            || cfg.pinnedMemoryBudget * pinnedPools <= cfg.hostMemoryBudget;
+          message = "services.cuzk.pinnedMemoryBudget (${toString cfg.pinnedMemoryBudget} per GPU, ${toString pinnedPools} GPU(s)) exceeds services.cuzk.hostMemoryBudget (${toString cfg.hostMemoryBudget}): pinned memory is part of the host budget.";
+        }
+        {
+          assertion = cfg.pinnedMemoryBudget == null || cfg.pinnedMemoryBudget >= 64 * 1024 * 1024;
+          message = "services.cuzk.pinnedMemoryBudget (${toString cfg.pinnedMemoryBudget}) is below 64 MiB, the two staging buffers every GPU transfer goes through.";
         }
         {
           assertion = (settingAt [ "daemon" "state_dir" ]) == null;

@@ -48,7 +48,8 @@ check(t["package"].endswith("cuda-12.8"), "cudaPackages overrides the package")
 check(t["config"]["gpus"]["devices"] == [
     {"ordinal": 0, "vram_budget_bytes": 70 * gib, "workers": 2},
     {"ordinal": 1, "vram_budget_bytes": 20 * gib}], f"per-GPU tables: {t['config']['gpus']}")
-check(t["config"]["engine"] == {"host_memory_budget_bytes": 384 * gib, "pinned_memory_budget_bytes": 64 * gib}, "budgets")
+check(t["config"]["engine"] == {"host_memory_budget_bytes": 384 * gib}
+      and t["config"]["gpus"]["pinned_memory_budget_bytes"] == 64 * gib, "budgets")
 check(t["socket"]["socketConfig"]["ListenStream"][-1] == "10.0.0.5:9820" and t["firewall"] == [9820], "TCP listener and firewall")
 check(t["service"]["serviceConfig"]["BindReadOnlyPaths"] == ["-/data/filecoin-proof-parameters"], "paramDir bound")
 check(t["kernelModules"] == ["nvidia_uvm"], "nvidia_uvm loaded at boot")
