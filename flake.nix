@@ -22,7 +22,7 @@
           overlays = [ self.overlays.default ];
         };
       forAllSystems = f: lib.genAttrs systems (system: f (pkgsFor system));
-      # Only what the build reads: a change to docs or tests does not rebuild the package.
+      # Only what the build reads: a change to tests does not rebuild the package.
       src = lib.fileset.toSource {
         root = ./.;
         fileset = lib.fileset.unions [
@@ -31,7 +31,7 @@
           ./crates
           ./kernels
           ./systemd
-          ./docs/service.md
+          ./README.md # also read by a config test (include_str!)
         ];
       };
     in

@@ -64,7 +64,7 @@ rustPlatform.buildRustPackage {
       $out/share/dbus-1/system.d/org.cuzk.Prover1.conf
     install -Dm644 systemd/sysusers.d/cuzk.conf $out/lib/sysusers.d/cuzk.conf
     install -Dm644 systemd/tmpfiles.d/cuzk.conf $out/lib/tmpfiles.d/cuzk.conf
-    install -Dm644 docs/service.md $out/share/doc/cuzk/service.md
+    install -Dm644 README.md $out/share/doc/cuzk/README.md
   '';
 
   passthru = {

@@ -53,7 +53,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# --- install, as the plain-systemd steps in docs/service.md do -------------------------------
+# --- install, as the plain-systemd steps in README.md ("Run it as a service") do -------------------------------
 set -e
 mkdir -p "$ROOT"
 tar -C "$ROOT" -xf "$TAR"
@@ -239,7 +239,7 @@ journal_fields() {
   # and a job's records can be selected by its field
   in_ct journalctl _SYSTEMD_UNIT=cuzk.service JOB_ID=booted-kill -o cat --no-pager | tail -5
   [ -n "$(in_ct journalctl _SYSTEMD_UNIT=cuzk.service JOB_ID=booted-kill -o cat --no-pager)" ] || return 1
-  # the form docs/service.md shows operators
+  # the form README.md shows operators
   out="$(in_ct journalctl -u cuzk JOB_ID=booted-kill -o verbose --no-pager)"
   grep -q 'PROOF_KIND=' <<<"$out"
 }
