@@ -17,14 +17,17 @@ struct fp2_t {
     __device__ __forceinline__ friend fp2_t operator-(const fp2_t& a, const fp2_t& b) { return {a.c0 - b.c0, a.c1 - b.c1}; }
     __device__ __forceinline__ fp2_t operator-() const { return {-c0, -c1}; }
     __device__ __forceinline__ fp2_t dbl() const { return {c0.dbl(), c1.dbl()}; }
-    // Karatsuba: three base-field products.
-    __device__ __forceinline__ friend fp2_t operator*(const fp2_t& a, const fp2_t& b) {
+    // Karatsuba: three base-field products. Not inlined: inlining the Fq2 product into the
+    // G2 point formulas made the G2 kernels about 10x slower to compile (11 minutes per
+    // architecture) and spill more; a call per product costs little next to its three
+    // Fq products.
+    __device__ __noinline__ friend fp2_t operator*(const fp2_t& a, const fp2_t& b) {
         F t0 = a.c0 * b.c0, t1 = a.c1 * b.c1;
         F t2 = (a.c0 + a.c1) * (b.c0 + b.c1);
         return {t0 - t1, t2 - t0 - t1};
     }
     // (c0 + c1 u)^2 = (c0 + c1)(c0 - c1) + 2 c0 c1 u
-    __device__ __forceinline__ fp2_t sqr() const {
+    __device__ __noinline__ fp2_t sqr() const {
         F t = c0 * c1;
         return {(c0 + c1) * (c0 - c1), t.dbl()};
     }

@@ -49,6 +49,10 @@ pub struct GpuBenchArgs {
     /// Leave out the whole-proof row.
     #[arg(long)]
     pub no_porep: bool,
+    /// Also time G1 MSMs (random scalars, 2^22 and up) at window widths 14 to 20 bits, each
+    /// result checked equal to the default width's.
+    #[arg(long)]
+    pub window_sweep: bool,
     /// Bytes for the upload-rate rows.
     #[arg(long, default_value_t = 1 << 30)]
     pub upload_bytes: usize,
@@ -286,6 +290,36 @@ pub fn run(args: &GpuBenchArgs) -> Result<()> {
                     note: format!("first call (bases uploaded) {:.1} ms", ms(first)),
                 },
             );
+        }
+    }
+    if args.window_sweep {
+        for log_n in (22..=max).step_by(2) {
+            let n = 1usize << log_n;
+            let b = &bases[..n];
+            let scalars = random_scalars(n, 7 + log_n as u64);
+            gpu.set_msm_window(None);
+            let want = gpu.msm_g1(b, Selection::All, &scalars)?;
+            for c in 14..=20u32 {
+                gpu.set_msm_window(Some(c));
+                let (total, k) = best(&gpu, || {
+                    anyhow::ensure!(gpu.msm_g1(b, Selection::All, &scalars)? == want, "window {c} differs");
+                    Ok(())
+                })?;
+                let windows = 256u32.div_ceil(c) as f64;
+                emit(
+                    &mut rows,
+                    Row {
+                        op: format!("MSM G1 random, c = {c}"),
+                        n: format!("2^{log_n}"),
+                        total_ms: ms(total),
+                        kern_ms: Some(ms(k)),
+                        floor_ms: Some(msm_floor_ms(n as f64 * windows / 16.0, 0.0, FQ_MUL)),
+                        sppark_ms: None,
+                        note: "equal to the default width's result".into(),
+                    },
+                );
+            }
+            gpu.set_msm_window(None);
         }
     }
     drop(bases);

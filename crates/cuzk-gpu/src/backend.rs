@@ -99,6 +99,11 @@ impl GpuBackend {
         self.gpu.set_residency(on)
     }
 
+    /// Forces the MSM window width (4 to 20 bits), or lets the plan choose (None).
+    pub fn set_msm_window(&self, bits: Option<u32>) {
+        self.gpu.set_msm_window(bits)
+    }
+
     /// Drops resident base arrays, the staging buffers and cached pinned blocks.
     pub fn release_caches(&self) -> Result<(), GpuError> {
         self.gpu.release_caches()

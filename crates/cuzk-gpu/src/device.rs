@@ -2,7 +2,7 @@
 //! kernels, the VRAM arena, the pinned host pool and staged transfers.
 
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -101,6 +101,7 @@ pub struct Gpu {
     timings: Mutex<OpTimings>,
     cancel: Arc<AtomicBool>,
     residency: AtomicBool,
+    msm_window: AtomicU32,
 }
 
 /// A staging buffer and the event recorded after the last copy that used it.
@@ -230,6 +231,7 @@ impl Gpu {
             timings: Mutex::default(),
             cancel: Arc::new(AtomicBool::new(false)),
             residency: AtomicBool::new(true),
+            msm_window: AtomicU32::new(0),
         })
     }
 
@@ -278,6 +280,19 @@ impl Gpu {
         if !on {
             let _g = self.lock.lock().unwrap_or_else(|p| p.into_inner());
             self.resident.lock().unwrap().clear();
+        }
+    }
+
+    /// Forces the MSM window width (4 to 20 bits; None: chosen from the chunk size). For
+    /// measurements: every width gives the same result.
+    pub fn set_msm_window(&self, bits: Option<u32>) {
+        self.msm_window.store(bits.unwrap_or(0), Ordering::Relaxed);
+    }
+
+    pub(crate) fn msm_window(&self) -> Option<u32> {
+        match self.msm_window.load(Ordering::Relaxed) {
+            0 => None,
+            c => Some(c),
         }
     }
 

@@ -77,9 +77,10 @@ fn window_bits(n: usize) -> u32 {
     log.saturating_sub(4).clamp(4, 16)
 }
 
-/// Per-thread segments of buckets in the window reduction.
+/// Per-thread segments of buckets in the window reduction: 1024 per window, or more for
+/// windows wider than 16 bits (at most 32 buckets per thread then).
 fn segments(half: usize) -> usize {
-    half.min(1024)
+    half.min((half / 32).max(1024))
 }
 
 /// Sorted bucket entries each thread of the bucket phase adds.
@@ -244,9 +245,20 @@ pub(crate) fn plan<C: Curve>(
     sum_only: bool,
     available: usize,
 ) -> Result<MsmPlan, usize> {
+    plan_with::<C>(n, source, sum_only, available, None)
+}
+
+/// As [`plan`], with the window width forced (4 to 20 bits) when `window` is given.
+pub(crate) fn plan_with<C: Curve>(
+    n: usize,
+    source: PointSource,
+    sum_only: bool,
+    available: usize,
+    window: Option<u32>,
+) -> Result<MsmPlan, usize> {
     let mut m = n.clamp(1, max_chunk());
     loop {
-        let c = window_bits(m);
+        let c = window.map_or_else(|| window_bits(m), |c| c.clamp(4, 20));
         let bytes = Layout::new::<C>(m, c, source, sum_only).bytes();
         if bytes <= available {
             return Ok(MsmPlan {
@@ -450,7 +462,7 @@ pub(crate) fn msm<C: Curve>(
     let t0 = Instant::now();
     let sum_only = scalars.is_none();
     let (source, resident) = choose_source::<C>(gpu, bases, selection, n, sum_only)?;
-    let p = plan::<C>(n, source, sum_only, gpu.available()).map_err(|need| {
+    let p = plan_with::<C>(n, source, sum_only, gpu.available(), gpu.msm_window()).map_err(|need| {
         let c = gpu.counters();
         GpuError::OverBudget {
             device: gpu.info().ordinal,
@@ -744,6 +756,12 @@ mod tests {
         for log in 0..=30 {
             let c = window_bits(1 << log);
             assert!((4..=16).contains(&c));
+            for forced in 4..=20u32 {
+                assert!(256u32.div_ceil(forced) * forced >= 256);
+                let half = 1usize << (forced - 1);
+                assert_eq!(half % segments(half), 0);
+                assert!(segments(half).is_power_of_two());
+            }
             assert!(256u32.div_ceil(c) * c >= 256);
             let half = 1usize << (c - 1);
             assert_eq!(half % segments(half), 0);

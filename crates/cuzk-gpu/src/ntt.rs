@@ -190,7 +190,6 @@ pub(crate) fn ntt(
     let pre = pre.map(|p| upload_powers(gpu, &p)).transpose()?;
     let post = post.map(|p| upload_powers(gpu, &p)).transpose()?;
     let (kstart, kend) = (Event::new(true)?, Event::new(true)?);
-    kstart.record(gpu.stream())?;
     {
         let (out, table, count) = (twiddles.ptr(), t.arg, half as u32);
         gpu.launch(
@@ -204,6 +203,8 @@ pub(crate) fn ntt(
     let tu = Instant::now();
     gpu.upload_slice(&bufs[0], values, None)?;
     let upload = tu.elapsed();
+    // Kernel time from here: the passes (queued after the wait for the upload).
+    kstart.record(gpu.stream())?;
     let none = PowerTableArg::default();
 
     // Passes of up to max_log_radix() stages each, the stages spread evenly over the passes;
