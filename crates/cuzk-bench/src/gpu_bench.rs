@@ -110,7 +110,9 @@ fn random_scalars(n: usize, seed: u64) -> Vec<Scalar> {
         .chunks(1 << 14)
         .flat_map_iter(|idx| {
             let mut r = rng(seed ^ ((idx[0] as u64) << 20));
-            idx.into_iter().map(move |_| Scalar::random(&mut r)).collect::<Vec<_>>()
+            idx.into_iter()
+                .map(move |_| Scalar::random(&mut r))
+                .collect::<Vec<_>>()
         })
         .collect()
 }
@@ -196,7 +198,10 @@ pub fn run(args: &GpuBenchArgs) -> Result<()> {
     );
     let mut rows: Vec<Row> = Vec::new();
     let emit = |rows: &mut Vec<Row>, r: Row| {
-        eprintln!("{} {} total {:.1} ms kern {:?}", r.op, r.n, r.total_ms, r.kern_ms);
+        eprintln!(
+            "{} {} total {:.1} ms kern {:?}",
+            r.op, r.n, r.total_ms, r.kern_ms
+        );
         rows.push(r);
     };
 
@@ -204,7 +209,11 @@ pub fn run(args: &GpuBenchArgs) -> Result<()> {
     let u = gpu.upload_rates(args.upload_bytes)?;
     let gb = |r: f64| r / 1e9;
     let bytes_ms = |rate: f64| args.upload_bytes as f64 / rate * 1e3;
-    for (label, rate) in [("pageable", u.pageable), ("pinned", u.pinned), ("staged (pageable via pinned pool)", u.staged)] {
+    for (label, rate) in [
+        ("pageable", u.pageable),
+        ("pinned", u.pinned),
+        ("staged (pageable via pinned pool)", u.staged),
+    ] {
         emit(
             &mut rows,
             Row {
@@ -224,7 +233,11 @@ pub fn run(args: &GpuBenchArgs) -> Result<()> {
         let n = 1usize << log_n;
         let input = random_scalars(n, log_n as u64);
         let dirs: &[NttDirection] = if log_n == args.max_log_ntt || log_n == 24 {
-            &[NttDirection::Forward, NttDirection::Inverse, NttDirection::CosetForward]
+            &[
+                NttDirection::Forward,
+                NttDirection::Inverse,
+                NttDirection::CosetForward,
+            ]
         } else {
             &[NttDirection::Forward]
         };
@@ -245,7 +258,10 @@ pub fn run(args: &GpuBenchArgs) -> Result<()> {
                     kern_ms: Some(ms(k)),
                     floor_ms: Some(ntt_floor_ms(log_n)),
                     sppark_ms: sppark,
-                    note: format!("transfer floor {:.1} ms", 2.0 * 32.0 * n as f64 / PCIE_BYTES_PER_S * 1e3),
+                    note: format!(
+                        "transfer floor {:.1} ms",
+                        2.0 * 32.0 * n as f64 / PCIE_BYTES_PER_S * 1e3
+                    ),
                 },
             );
         }
@@ -261,7 +277,12 @@ pub fn run(args: &GpuBenchArgs) -> Result<()> {
         let b = &bases[..n];
         for (label, scalars, general, ones) in [
             ("random", random_scalars(n, 2 + log_n as u64), n as f64, 0.0),
-            ("PoRep-like", porep_scalars(n, 3 + log_n as u64), 0.3 * n as f64, 0.3 * n as f64),
+            (
+                "PoRep-like",
+                porep_scalars(n, 3 + log_n as u64),
+                0.3 * n as f64,
+                0.3 * n as f64,
+            ),
         ] {
             let t = Instant::now();
             gpu.msm_g1(b, Selection::All, &scalars)?;
@@ -302,7 +323,10 @@ pub fn run(args: &GpuBenchArgs) -> Result<()> {
             for c in 14..=20u32 {
                 gpu.set_msm_window(Some(c));
                 let (total, k) = best(&gpu, || {
-                    anyhow::ensure!(gpu.msm_g1(b, Selection::All, &scalars)? == want, "window {c} differs");
+                    anyhow::ensure!(
+                        gpu.msm_g1(b, Selection::All, &scalars)? == want,
+                        "window {c} differs"
+                    );
                     Ok(())
                 })?;
                 let windows = 256u32.div_ceil(c) as f64;
@@ -332,7 +356,12 @@ pub fn run(args: &GpuBenchArgs) -> Result<()> {
         let b = &g2_bases[..n];
         for (label, scalars, general, ones) in [
             ("random", random_scalars(n, 5), n as f64, 0.0),
-            ("PoRep-like", porep_scalars(n, 6), 0.3 * n as f64, 0.3 * n as f64),
+            (
+                "PoRep-like",
+                porep_scalars(n, 6),
+                0.3 * n as f64,
+                0.3 * n as f64,
+            ),
         ] {
             let (total, k) = best(&gpu, || {
                 gpu.msm_g2(b, Selection::All, &scalars)?;
@@ -341,7 +370,10 @@ pub fn run(args: &GpuBenchArgs) -> Result<()> {
             let t = Instant::now();
             let want = CpuBackend.msm_g2(b, Selection::All, &scalars)?;
             let cpu = t.elapsed();
-            anyhow::ensure!(gpu.msm_g2(b, Selection::All, &scalars)? == want, "G2 MSM differs from the CPU");
+            anyhow::ensure!(
+                gpu.msm_g2(b, Selection::All, &scalars)? == want,
+                "G2 MSM differs from the CPU"
+            );
             emit(
                 &mut rows,
                 Row {
@@ -373,7 +405,10 @@ pub fn run(args: &GpuBenchArgs) -> Result<()> {
 
 fn porep_rows(gpu: &GpuBackend, args: &GpuBenchArgs, rows: &mut Vec<Row>) -> Result<()> {
     use cuzk_filecoin::fixture::{default_fixture_dir, ensure_fixture};
-    let dir = args.fixture_dir.clone().unwrap_or_else(|| default_fixture_dir(2048));
+    let dir = args
+        .fixture_dir
+        .clone()
+        .unwrap_or_else(|| default_fixture_dir(2048));
     let t = Instant::now();
     let f = ensure_fixture(&dir, 2048).context("2 KiB fixture")?;
     eprintln!("2 KiB fixture ready in {:.1} s", t.elapsed().as_secs_f64());
@@ -388,7 +423,10 @@ fn porep_rows(gpu: &GpuBackend, args: &GpuBenchArgs, rows: &mut Vec<Row>) -> Res
         let t = Instant::now();
         let (proof, timings) = cuzk_filecoin::prove_porep_c2(&c1, f.identity(), &srs, gpu)?;
         let el = t.elapsed();
-        anyhow::ensure!(cuzk_filecoin::verify_porep_c2(&c1.output, f.identity(), &proof)?, "GPU proof does not verify");
+        anyhow::ensure!(
+            cuzk_filecoin::verify_porep_c2(&c1.output, f.identity(), &proof)?,
+            "GPU proof does not verify"
+        );
         first.get_or_insert(el);
         if el < best_t {
             best_t = el;

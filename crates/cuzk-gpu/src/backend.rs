@@ -157,7 +157,10 @@ impl GpuBackend {
             None => (0, usize::MAX),
         };
         let g1 = [shape.h, shape.l, shape.a, shape.b_g1];
-        let srs_bytes = g1.iter().map(|&n| msm::resident_size::<G1>(n)).sum::<usize>()
+        let srs_bytes = g1
+            .iter()
+            .map(|&n| msm::resident_size::<G1>(n))
+            .sum::<usize>()
             + msm::resident_size::<G2>(shape.b_g2);
         let largest = g1.iter().copied().max().unwrap_or(0).max(1);
         let (msm_chunk, msm_bytes) =

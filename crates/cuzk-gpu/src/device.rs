@@ -339,8 +339,7 @@ impl Gpu {
     pub(crate) fn alloc(&self, bytes: usize) -> Result<DeviceBuffer, GpuError> {
         loop {
             match self.arena.alloc(bytes) {
-                Err(GpuError::OverBudget { .. })
-                    if self.resident.lock().unwrap().evict_one() => {}
+                Err(GpuError::OverBudget { .. }) if self.resident.lock().unwrap().evict_one() => {}
                 r => return r,
             }
         }
@@ -440,7 +439,10 @@ impl Gpu {
         src: &[T],
         after: Option<&Event>,
     ) -> Result<(), GpuError> {
-        assert!(std::mem::size_of_val(src) <= dst.len_bytes(), "upload larger than its buffer");
+        assert!(
+            std::mem::size_of_val(src) <= dst.len_bytes(),
+            "upload larger than its buffer"
+        );
         self.upload_with(dst.ptr(), src.len(), after, |start, out| {
             out.copy_from_slice(&src[start..start + out.len()])
         })
@@ -493,7 +495,11 @@ impl Gpu {
                 // SAFETY: `src` holds `len` elements; the staging buffer is not read before
                 // `done` (recorded next) completes.
                 unsafe {
-                    result::memcpy_dtoh_async(buf, src + (start * elem) as u64, self.copy.cu_stream())
+                    result::memcpy_dtoh_async(
+                        buf,
+                        src + (start * elem) as u64,
+                        self.copy.cu_stream(),
+                    )
                 }
                 .map_err(driver("cuMemcpyDtoHAsync"))?;
                 slot.done.record(&self.copy)?;
@@ -621,7 +627,11 @@ impl Gpu {
                 let len = chunk.min(bytes - off);
                 // SAFETY: within both buffers; synchronized before `p` can go away.
                 unsafe {
-                    result::memcpy_htod_async(d.ptr() + off as u64, &src[..len], self.copy.cu_stream())
+                    result::memcpy_htod_async(
+                        d.ptr() + off as u64,
+                        &src[..len],
+                        self.copy.cu_stream(),
+                    )
                 }
                 .map_err(driver("cuMemcpyHtoDAsync"))?;
             }

@@ -23,8 +23,8 @@ mod resident;
 
 pub use arena::{ArenaCounters, DeviceBuffer, VramArena};
 pub use backend::{GpuBackend, ProofFootprint};
-pub use msm::{MsmPlan, PointSource};
-pub use pinned::{PinnedBuffer, PinnedCounters, PinnedPool};
 pub use device::{devices, driver_present, DeviceInfo, Gpu, OpTimings, UploadRates, VramBudget};
 pub use error::GpuError;
 pub use kernels::kernels_built;
+pub use msm::{MsmPlan, PointSource};
+pub use pinned::{PinnedBuffer, PinnedCounters, PinnedPool};

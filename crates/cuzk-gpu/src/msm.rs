@@ -194,7 +194,11 @@ impl Layout {
         for r in reds {
             // Outputs alternate between red_a and red_b, the first (largest) in red_a.
             for (i, s) in r.iter().enumerate() {
-                let slot = if i % 2 == 0 { &mut l.red_a } else { &mut l.red_b };
+                let slot = if i % 2 == 0 {
+                    &mut l.red_a
+                } else {
+                    &mut l.red_b
+                };
                 *slot = (*slot).max(s.2 * x);
             }
         }
@@ -438,9 +442,12 @@ fn choose_source<C: Curve>(
         return Ok((PointSource::Streamed, None));
     }
     let buf = gpu.alloc(bases.len() * C::AFFINE_BYTES)?;
-    gpu.upload_with(buf.ptr(), bases.len(), None, |start, out: &mut [C::Affine]| {
-        out.copy_from_slice(&bases[start..start + out.len()])
-    })?;
+    gpu.upload_with(
+        buf.ptr(),
+        bases.len(),
+        None,
+        |start, out: &mut [C::Affine]| out.copy_from_slice(&bases[start..start + out.len()]),
+    )?;
     let buf = Arc::new(buf);
     gpu.resident.lock().unwrap().insert(key, buf.clone());
     Ok((resident, Some(buf)))
@@ -462,15 +469,16 @@ pub(crate) fn msm<C: Curve>(
     let t0 = Instant::now();
     let sum_only = scalars.is_none();
     let (source, resident) = choose_source::<C>(gpu, bases, selection, n, sum_only)?;
-    let p = plan_with::<C>(n, source, sum_only, gpu.available(), gpu.msm_window()).map_err(|need| {
-        let c = gpu.counters();
-        GpuError::OverBudget {
-            device: gpu.info().ordinal,
-            requested: need,
-            in_use: c.in_use,
-            budget: c.budget,
-        }
-    })?;
+    let p =
+        plan_with::<C>(n, source, sum_only, gpu.available(), gpu.msm_window()).map_err(|need| {
+            let c = gpu.counters();
+            GpuError::OverBudget {
+                device: gpu.info().ordinal,
+                requested: need,
+                in_use: c.in_use,
+                budget: c.budget,
+            }
+        })?;
     let k = C::kernels(&gpu.kernels);
     let (m, c) = (p.chunk, p.c);
     let windows = 256u32.div_ceil(c);
@@ -778,16 +786,34 @@ mod tests {
         assert!(small.chunks > 1 && small.work_bytes <= full.work_bytes / 5);
         assert_eq!(small.chunk * small.chunks, n);
         assert!(plan::<G1>(n, PointSource::Streamed, false, 1 << 20).is_err());
-        let g2 = plan::<G2>(1000, PointSource::Resident { indexed: true }, false, usize::MAX).unwrap();
+        let g2 = plan::<G2>(
+            1000,
+            PointSource::Resident { indexed: true },
+            false,
+            usize::MAX,
+        )
+        .unwrap();
         assert_eq!((g2.chunk, g2.chunks), (1000, 1));
         // Resident points take no per-chunk point buffers.
-        let r = plan::<G1>(n, PointSource::Resident { indexed: false }, false, usize::MAX).unwrap();
+        let r = plan::<G1>(
+            n,
+            PointSource::Resident { indexed: false },
+            false,
+            usize::MAX,
+        )
+        .unwrap();
         assert!(r.work_bytes + 2 * n * 96 <= full.work_bytes + 4096);
     }
 
     #[test]
     fn reductions_end_at_one_sum_per_group() {
-        for (count, groups) in [(1usize, 1usize), (33, 1), (16 * 1024, 16), (8 * 64, 64), (1 << 17, 1)] {
+        for (count, groups) in [
+            (1usize, 1usize),
+            (33, 1),
+            (16 * 1024, 16),
+            (8 * 64, 64),
+            (1 << 17, 1),
+        ] {
             let steps = reduce_steps(count, groups);
             let last = steps.last().map_or(count, |s| s.2);
             assert_eq!(last, groups, "{count} in {groups} groups");

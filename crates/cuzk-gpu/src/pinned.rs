@@ -134,7 +134,9 @@ impl PinnedPool {
             .bind_to_thread()
             .map_err(driver("cuCtxSetCurrent"))
             // SAFETY: plain page-locked allocation in the bound context.
-            .and_then(|()| unsafe { result::malloc_host(size, 0) }.map_err(driver("cuMemHostAlloc")));
+            .and_then(|()| {
+                unsafe { result::malloc_host(size, 0) }.map_err(driver("cuMemHostAlloc"))
+            });
         match ptr {
             Ok(p) => Ok(PinnedBuffer {
                 ptr: p as *mut u8,

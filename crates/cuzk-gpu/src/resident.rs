@@ -46,9 +46,8 @@ impl ResidentKey {
             // A pseudo-random position inside each stride, and the last element.
             let j = (i * stride + (i.wrapping_mul(7919) % stride)).min(len - 1);
             // SAFETY: plain-old-data points; reading their bytes.
-            let bytes = unsafe {
-                std::slice::from_raw_parts((&bases[j] as *const T).cast::<u8>(), elem)
-            };
+            let bytes =
+                unsafe { std::slice::from_raw_parts((&bases[j] as *const T).cast::<u8>(), elem) };
             mix(bytes);
         }
         if len > 0 {
@@ -85,8 +84,10 @@ impl ResidentCache {
         self.tick += 1;
         let tick = self.tick;
         // An entry at the same address and length but another fingerprint is stale.
-        self.entries
-            .retain(|e| !(e.key.addr == key.addr && e.key.len == key.len && e.key != *key) || Arc::strong_count(&e.buf) > 1);
+        self.entries.retain(|e| {
+            !(e.key.addr == key.addr && e.key.len == key.len && e.key != *key)
+                || Arc::strong_count(&e.buf) > 1
+        });
         match self.entries.iter_mut().find(|e| e.key == *key) {
             Some(e) => {
                 e.last_use = tick;

@@ -291,7 +291,10 @@ fn driver_free_memory_returns_to_its_start() {
         assert!(gpu.msm_g1(&bases, Selection::All, &v[..10]).is_err());
     }
     assert_arena_empty(gpu);
-    assert!(gpu.resident().1 > 0, "2^16 bases should have stayed resident");
+    assert!(
+        gpu.resident().1 > 0,
+        "2^16 bases should have stayed resident"
+    );
     gpu.release_caches().unwrap();
     let (free1, _) = gpu.mem_info().unwrap();
     let c = gpu.arena_counters();
@@ -310,7 +313,12 @@ fn driver_free_memory_returns_to_its_start() {
 fn check_msm_g2(gpu: &GpuBackend, label: &str, bases: &[G2Affine], scalars: &[Scalar]) {
     let want = CpuBackend.msm_g2(bases, Selection::All, scalars).unwrap();
     let got = gpu.msm_g2(bases, Selection::All, scalars).unwrap();
-    assert_eq!(got, want, "G2 MSM {label}, n = {} differs from the CPU backend", scalars.len());
+    assert_eq!(
+        got,
+        want,
+        "G2 MSM {label}, n = {} differs from the CPU backend",
+        scalars.len()
+    );
     assert_arena_empty(gpu);
 }
 
@@ -340,7 +348,9 @@ fn msm_g2_and_sum_g2_match_cpu() {
     let s = porep_scalars(idx.len(), 35);
     assert_eq!(
         gpu.msm_g2(&bases, Selection::Indices(&idx), &s).unwrap(),
-        CpuBackend.msm_g2(&bases, Selection::Indices(&idx), &s).unwrap(),
+        CpuBackend
+            .msm_g2(&bases, Selection::Indices(&idx), &s)
+            .unwrap(),
         "G2 msm with indices"
     );
     assert_eq!(
@@ -362,15 +372,24 @@ fn chunked_msm_under_a_small_budget_matches_cpu() {
     let plan = small.plan_msm_g1(n).unwrap();
     assert!(plan.chunks > 1, "{plan:?}");
     let bases = random_bases(n, 40);
-    for (label, scalars) in [("random", random_scalars(n, 41)), ("porep-like", porep_scalars(n, 42))] {
+    for (label, scalars) in [
+        ("random", random_scalars(n, 41)),
+        ("porep-like", porep_scalars(n, 42)),
+    ] {
         let want = CpuBackend.msm_g1(&bases, Selection::All, &scalars).unwrap();
-        assert_eq!(small.msm_g1(&bases, Selection::All, &scalars).unwrap(), want, "chunked {label}");
+        assert_eq!(
+            small.msm_g1(&bases, Selection::All, &scalars).unwrap(),
+            want,
+            "chunked {label}"
+        );
     }
     let idx: Vec<u32> = (0..n as u32).step_by(2).collect();
     let s = porep_scalars(idx.len(), 43);
     assert_eq!(
         small.msm_g1(&bases, Selection::Indices(&idx), &s).unwrap(),
-        CpuBackend.msm_g1(&bases, Selection::Indices(&idx), &s).unwrap(),
+        CpuBackend
+            .msm_g1(&bases, Selection::Indices(&idx), &s)
+            .unwrap(),
         "chunked with indices"
     );
     let c = small.arena_counters();

@@ -59,18 +59,35 @@ impl Backend for Faulty<'_> {
         self.hit();
         self.gpu.ntt(v, d)
     }
-    fn coset_quotient(&self, a: &mut [Scalar], b: &[Scalar], c: &[Scalar]) -> Result<(), BackendError> {
+    fn coset_quotient(
+        &self,
+        a: &mut [Scalar],
+        b: &[Scalar],
+        c: &[Scalar],
+    ) -> Result<(), BackendError> {
         self.hit();
         self.gpu.coset_quotient(a, b, c)
     }
-    fn msm_g1(&self, bases: &[G1Affine], sel: Selection<'_>, s: &[Scalar]) -> Result<G1Projective, BackendError> {
+    fn msm_g1(
+        &self,
+        bases: &[G1Affine],
+        sel: Selection<'_>,
+        s: &[Scalar],
+    ) -> Result<G1Projective, BackendError> {
         if self.hit() && matches!(self.fault, Fault::BadIndex) {
-            let bad: Vec<u32> = (0..s.len() as u32).map(|i| i + bases.len() as u32).collect();
+            let bad: Vec<u32> = (0..s.len() as u32)
+                .map(|i| i + bases.len() as u32)
+                .collect();
             return self.gpu.msm_g1(bases, Selection::Indices(&bad), s);
         }
         self.gpu.msm_g1(bases, sel, s)
     }
-    fn msm_g2(&self, bases: &[G2Affine], sel: Selection<'_>, s: &[Scalar]) -> Result<G2Projective, BackendError> {
+    fn msm_g2(
+        &self,
+        bases: &[G2Affine],
+        sel: Selection<'_>,
+        s: &[Scalar],
+    ) -> Result<G2Projective, BackendError> {
         self.hit();
         self.gpu.msm_g2(bases, sel, s)
     }
@@ -96,16 +113,31 @@ fn case(constraints: usize, dir: &std::path::Path, seed: u64) -> Case {
     use bellperson::groth16;
     let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(seed);
     let inputs: Vec<Scalar> = (0..2).map(|_| Scalar::random(&mut rng)).collect();
-    let circuit = SyntheticCircuit { constraints, inputs, seed };
+    let circuit = SyntheticCircuit {
+        constraints,
+        inputs,
+        seed,
+    };
     let params =
-        groth16::generate_random_parameters::<blstrs::Bls12, _, _>(circuit.clone(), &mut rng).unwrap();
+        groth16::generate_random_parameters::<blstrs::Bls12, _, _>(circuit.clone(), &mut rng)
+            .unwrap();
     let path = dir.join(format!("{constraints}.params"));
     params.write(std::fs::File::create(&path).unwrap()).unwrap();
     let srs = Srs::load(&path).unwrap();
     let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
     let w = PartitionWitness::synthesize(circuit.clone()).unwrap();
-    let cpu_proof = prove(&CpuBackend, &srs, w, r, s).unwrap().0.to_bytes().to_vec();
-    Case { circuit, srs, r, s, cpu_proof }
+    let cpu_proof = prove(&CpuBackend, &srs, w, r, s)
+        .unwrap()
+        .0
+        .to_bytes()
+        .to_vec();
+    Case {
+        circuit,
+        srs,
+        r,
+        s,
+        cpu_proof,
+    }
 }
 
 fn assert_baseline(gpu: &GpuBackend, what: &str) {
@@ -116,7 +148,10 @@ fn assert_baseline(gpu: &GpuBackend, what: &str) {
         (bytes, arrays),
         "{what}: arena not at its baseline (only resident parameters): {c:?}"
     );
-    assert!(c.high_water <= c.budget, "{what}: high water over budget: {c:?}");
+    assert!(
+        c.high_water <= c.budget,
+        "{what}: high water over budget: {c:?}"
+    );
 }
 
 #[test]
@@ -133,7 +168,10 @@ fn hundred_proofs_with_failures_leave_no_memory_behind() {
     let t = Instant::now();
     // 2^16 constraints: parameters large enough to stay resident; 5000: streamed.
     let cases = [case(1 << 16, &dir, 1), case(5000, &dir, 2)];
-    say(&format!("memory test: parameters and CPU proofs in {:.1} s", t.elapsed().as_secs_f64()));
+    say(&format!(
+        "memory test: parameters and CPU proofs in {:.1} s",
+        t.elapsed().as_secs_f64()
+    ));
     let shape = cuzk_groth16::prover::required_shape(
         &PartitionWitness::synthesize(cases[0].circuit.clone()).unwrap(),
     );
@@ -144,7 +182,10 @@ fn hundred_proofs_with_failures_leave_no_memory_behind() {
     let chunk_budget = full.ntt_bytes.max(full.quotient_bytes) + (4 << 20);
     let chunked = GpuBackend::open(0, VramBudget::Bytes(chunk_budget)).unwrap();
     let fp = chunked.plan_footprint(&shape);
-    assert!(fp.fits && !fp.fits_unchunked && fp.msm_chunk < shape.h, "{fp:?}");
+    assert!(
+        fp.fits && !fp.fits_unchunked && fp.msm_chunk < shape.h,
+        "{fp:?}"
+    );
     // A budget below the NTT: refused cleanly.
     let tiny = GpuBackend::open(0, VramBudget::Bytes(full.ntt_bytes / 2)).unwrap();
     assert!(!tiny.plan_footprint(&shape).fits);
@@ -152,7 +193,14 @@ fn hundred_proofs_with_failures_leave_no_memory_behind() {
     // context), then empty caches: the driver's free memory now is the start.
     for c in &cases {
         let w = PartitionWitness::synthesize(c.circuit.clone()).unwrap();
-        assert_eq!(prove(&gpu, &c.srs, w, c.r, c.s).unwrap().0.to_bytes().to_vec(), c.cpu_proof);
+        assert_eq!(
+            prove(&gpu, &c.srs, w, c.r, c.s)
+                .unwrap()
+                .0
+                .to_bytes()
+                .to_vec(),
+            c.cpu_proof
+        );
     }
     for b in [&gpu, &chunked, &tiny] {
         b.release_caches().unwrap();
@@ -163,7 +211,11 @@ fn hundred_proofs_with_failures_leave_no_memory_behind() {
     let t = Instant::now();
     for i in 0..100 {
         // Good proofs alternate the two circuits; each kind of failure hits both.
-        let c = if i % 10 == 5 || i % 10 == 7 { &cases[(i / 10) % 2] } else { &cases[i % 2] };
+        let c = if i % 10 == 5 || i % 10 == 7 {
+            &cases[(i / 10) % 2]
+        } else {
+            &cases[i % 2]
+        };
         let w = PartitionWitness::synthesize(c.circuit.clone()).unwrap();
         match i % 10 {
             3 => {
@@ -173,7 +225,11 @@ fn hundred_proofs_with_failures_leave_no_memory_behind() {
                 let r = prove(on, &cs.srs, w, cs.r, cs.s);
                 if std::ptr::eq(on, &chunked) {
                     let p = r.unwrap_or_else(|e| panic!("proof {i}: chunked proof failed: {e}"));
-                    assert_eq!(p.0.to_bytes().to_vec(), cs.cpu_proof, "proof {i}: chunked proof differs");
+                    assert_eq!(
+                        p.0.to_bytes().to_vec(),
+                        cs.cpu_proof,
+                        "proof {i}: chunked proof differs"
+                    );
                     stats[1] += 1;
                 } else {
                     let e = r.expect_err("a budget below the NTT must refuse");
@@ -186,14 +242,24 @@ fn hundred_proofs_with_failures_leave_no_memory_behind() {
                 // The MSM after the H step gets out-of-range indices.
                 // Call 8 is the H MSM, call 10 the L MSM (after the sum of its ones).
                 let at = if i % 20 == 5 { 8 } else { 10 };
-                let f = Faulty { gpu: &gpu, at, fault: Fault::BadIndex, calls: AtomicUsize::new(0) };
+                let f = Faulty {
+                    gpu: &gpu,
+                    at,
+                    fault: Fault::BadIndex,
+                    calls: AtomicUsize::new(0),
+                };
                 let e = prove(&f, &c.srs, w, c.r, c.s).expect_err("bad input must fail the proof");
                 assert!(e.to_string().contains("out of range"), "proof {i}: {e}");
                 stats[3] += 1;
             }
             7 => {
                 // Cancelled in the middle (during the NTTs for some, the MSMs for others).
-                let f = Faulty { gpu: &gpu, at: 2 + i % 9, fault: Fault::Cancel, calls: AtomicUsize::new(0) };
+                let f = Faulty {
+                    gpu: &gpu,
+                    at: 2 + i % 9,
+                    fault: Fault::Cancel,
+                    calls: AtomicUsize::new(0),
+                };
                 let e = prove(&f, &c.srs, w, c.r, c.s).expect_err("a cancelled proof must fail");
                 assert!(e.to_string().contains("cancelled"), "proof {i}: {e}");
                 gpu.cancel_flag().store(false, Ordering::SeqCst);
@@ -202,7 +268,11 @@ fn hundred_proofs_with_failures_leave_no_memory_behind() {
             _ => {
                 let (p, _) = prove(&gpu, &c.srs, w, c.r, c.s)
                     .unwrap_or_else(|e| panic!("proof {i} failed: {e}"));
-                assert_eq!(p.to_bytes().to_vec(), c.cpu_proof, "proof {i} differs from the CPU proof");
+                assert_eq!(
+                    p.to_bytes().to_vec(),
+                    c.cpu_proof,
+                    "proof {i} differs from the CPU proof"
+                );
                 stats[0] += 1;
             }
         }
@@ -212,13 +282,24 @@ fn hundred_proofs_with_failures_leave_no_memory_behind() {
     let with_caches = gpu.arena_counters();
     let resident = gpu.resident();
     let pinned = gpu.pinned_counters();
-    assert!(resident.1 > 0, "the 2^16 parameters should have stayed resident");
+    assert!(
+        resident.1 > 0,
+        "the 2^16 parameters should have stayed resident"
+    );
     for b in [&gpu, &chunked, &tiny] {
         b.release_caches().unwrap();
         let c = b.arena_counters();
-        assert_eq!((c.in_use, c.buffers), (0, 0), "arena not empty after release: {c:?}");
+        assert_eq!(
+            (c.in_use, c.buffers),
+            (0, 0),
+            "arena not empty after release: {c:?}"
+        );
         let p = b.pinned_counters();
-        assert_eq!((p.in_use, p.cached), (0, 0), "pinned pool not empty after release: {p:?}");
+        assert_eq!(
+            (p.in_use, p.cached),
+            (0, 0),
+            "pinned pool not empty after release: {p:?}"
+        );
     }
     let (free1, _) = gpu.mem_info().unwrap();
     let drift = free0.abs_diff(free1);
@@ -250,6 +331,9 @@ fn hundred_proofs_with_failures_leave_no_memory_behind() {
         drift
     ));
     assert_eq!(stats.iter().sum::<usize>(), 100);
-    assert!(drift <= 1 << 20, "driver free memory moved by {drift} bytes ({free0} -> {free1})");
+    assert!(
+        drift <= 1 << 20,
+        "driver free memory moved by {drift} bytes ({free0} -> {free1})"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
