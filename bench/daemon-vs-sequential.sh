@@ -2,13 +2,13 @@
 # Issue #4's benchmark: `cuzk-bench batch -c N -j J` through cuzkd against N sequential
 # `cuzk-bench prove` runs (each loads the parameters itself), on the 2 KiB fixture.
 #
-#   bench/daemon-vs-sequential.sh BIN_DIR BACKEND [N] [J] [WORKERS]
+#   bench/daemon-vs-sequential.sh BIN_DIR BACKEND [N] [J] [WORKERS] [SYNTH]
 #
 # BIN_DIR holds cuzkd and cuzk-bench (built with NVCC for the GPU backend); BACKEND is cpu or
-# gpu; WORKERS is [gpus] gpu_workers_per_device. The fixture comes from $CUZK_FIXTURE_DIR
+# gpu; WORKERS is [gpus] gpu_workers_per_device, SYNTH [engine] synthesis_workers. The fixture comes from $CUZK_FIXTURE_DIR
 # (generated when missing). Prints both reports and the ratio.
 set -euo pipefail
-BIN=$(cd "$1" && pwd); BACKEND=$2; N=${3:-6}; J=${4:-3}; WORKERS=${5:-1}
+BIN=$(cd "$1" && pwd); BACKEND=$2; N=${3:-6}; J=${4:-3}; WORKERS=${5:-1}; SYNTH=${6:-1}
 FIXTURES=${CUZK_FIXTURE_DIR:-$HOME/.cache/cuzk/fixtures}
 export CUZK_FIXTURE_DIR=$FIXTURES
 "$BIN/cuzk-bench" gen-fixture --sector-size 2KiB >/dev/null
@@ -26,6 +26,8 @@ parent_cache = "$F/parents"
 [gpus]
 backend = "$BACKEND"
 gpu_workers_per_device = $WORKERS
+[engine]
+synthesis_workers = $SYNTH
 [dbus]
 bus = "none"
 [log]
@@ -36,7 +38,7 @@ echo "\$ date -u: $(date -u); $(nproc) cores; $(nvidia-smi --query-gpu=name --fo
 "$BIN/cuzkd" --config "$W/cuzk.toml" 2>"$W/cuzkd.log" &
 PID=$!
 for _ in $(seq 100); do [ -S "$W/cuzk.sock" ] && break; sleep 0.1; done
-echo "\$ cuzk-bench batch -t porep --c1 \$F/c1.envelope.json -c $N -j $J   (cuzkd: backend $BACKEND, $WORKERS worker(s) per device)"
+echo "\$ cuzk-bench batch -t porep --c1 \$F/c1.envelope.json -c $N -j $J   (cuzkd: backend $BACKEND, $WORKERS worker(s) per device, $SYNTH synthesis worker(s))"
 start=$(date +%s.%N)
 "$BIN/cuzk-bench" batch -a "unix://$W/cuzk.sock" -t porep --c1 "$F/c1.envelope.json" -c "$N" -j "$J"
 batch=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')

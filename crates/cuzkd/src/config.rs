@@ -172,7 +172,7 @@ impl GpusConfig {
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct EngineSettings {
-    /// Threads that synthesize ahead of proving; unset: the engine's default.
+    /// Threads that synthesize ahead of proving; unset: 2 per GPU, 1 on the CPU backend.
     pub synthesis_workers: Option<usize>,
     /// Host memory synthesized and proving jobs may hold, bytes; unset: 3/4 of RAM.
     pub host_memory_budget_bytes: Option<u64>,

@@ -154,9 +154,11 @@ pub async fn run(cfg: Config, shutdown: impl std::future::Future<Output = ()> + 
         .map_err(|e| anyhow::anyhow!("[srs]: {e}"))?;
     let mut ec = EngineConfig::new(&cfg.daemon.state_dir);
     ec.gpu_workers_per_device = cfg.gpus.gpu_workers_per_device;
-    if let Some(n) = cfg.engine.synthesis_workers {
-        ec.synthesis_workers = n;
-    }
+    // Synthesis is the CPU half of a proof; a GPU proves faster than one synthesis thread
+    // feeds it (bench/NOTES.md, H200: 2.1 s synthesis against 0.5 s on the GPU), so two per
+    // GPU by default. On the CPU backend one, since synthesis and proving share the cores.
+    let gpus = devices.iter().filter(|d| d.memory.is_some()).count();
+    ec.synthesis_workers = cfg.engine.synthesis_workers.unwrap_or(if gpus > 0 { 2 * gpus } else { 1 });
     if let Some(b) = cfg.engine.host_memory_budget_bytes {
         ec.host_memory_budget_bytes = b;
     }
