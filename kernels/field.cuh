@@ -87,44 +87,99 @@ struct mont_t {
     __device__ __forceinline__ mont_t operator-() const { return zero() - *this; }
     __device__ __forceinline__ mont_t dbl() const { return *this + *this; }
 
-    // CIOS Montgomery product: a * b / 2^(32N) mod p. Per limb of b: accumulate a * b[i]
-    // (low halves in one carry chain, high halves in a second), then add m * p with
-    // m = t[0] * M0 so that the lowest word vanishes, and shift by one word. With a, b < p
-    // the running value stays below 2p, so N + 1 words hold it.
+    // Montgomery product a * b / 2^(32N) mod p, operand scanning with the partial products
+    // split by the parity of a's limb index. Products a[j] * b[i] with j even land on the
+    // word pairs (0,1), (2,3), ... of one accumulator `e`; those with j odd on the pairs of a
+    // second accumulator `o` that sits one word higher, so within either accumulator no two
+    // products of a row overlap and each product is a lo/hi pair of adjacent words in ONE
+    // carry chain (mad.lo.cc then madc.hi.cc), which ptxas issues as a single 64-bit
+    // multiply-add with carry (IMAD.WIDE.U32.X) instead of two 32-bit ones.
+    //
+    // Value held: T = e + 2^32 * o (e: N + 1 words, o: N words). Per limb b[i]:
+    //   T += a * b[i];  m = e[0] * M0 (T's lowest word is e[0]);  T += m * p;  T /= 2^32.
+    // After the reduction e[0] = 0 and T / 2^32 = e[1..N] + o[0..N-1], both now at word 0.
+    // Instead of adding them, the next row re-splits: the new e is o with e[1] added to its
+    // lowest word, and the new o (one word up) is e[2..N]; the carry of that one-word add sits
+    // at word 1, which is exactly where the new o starts, so it enters o's product chain as
+    // its carry-in. Only after the last row are the two accumulators added.
+    //
+    // Bounds (a, b < p, 2p < 2^(32N)): as in CIOS, T < 2p at the start of a row and below
+    // 2p * 2^32 < 2^(32(N+1)) before the shift, at every step of it, since every term is
+    // non-negative. So e < 2^(32(N+1)) fits N + 1 words and 2^32 * o <= T gives o < 2^(32N):
+    // the chains into o never carry out of its top word, and the final sum is below 2p.
     __device__ __forceinline__ friend mont_t operator*(const mont_t& a, const mont_t& b) {
-        uint32_t t[N + 1];
+        static_assert(N % 2 == 0, "the even/odd product needs an even limb count");
+        uint32_t e[N + 1], o[N];
+        // Row 0: the accumulators are empty, so the products only need placing (no overlap).
+        {
+            const uint32_t b0 = b.v[0];
 #pragma unroll
-        for (int i = 0; i <= N; i++) t[i] = 0;
-#pragma unroll
-        for (int i = 0; i < N; i++) {
-            const uint32_t bi = b.v[i];
-            // t += a * bi
-            t[0] = ptx::mad_lo_cc(a.v[0], bi, t[0]);
-#pragma unroll
-            for (int j = 1; j < N; j++) t[j] = ptx::madc_lo_cc(a.v[j], bi, t[j]);
-            t[N] = ptx::addc(t[N], 0);
-            t[1] = ptx::mad_hi_cc(a.v[0], bi, t[1]);
-#pragma unroll
-            for (int j = 1; j < N - 1; j++) t[j + 1] = ptx::madc_hi_cc(a.v[j], bi, t[j + 1]);
-            t[N] = ptx::madc_hi(a.v[N - 1], bi, t[N]);
-            // t += m * p, then t >>= 32
-            const uint32_t m = t[0] * P::M0;
-            t[0] = ptx::mad_lo_cc(m, P::p(0), t[0]);
-#pragma unroll
-            for (int j = 1; j < N; j++) t[j] = ptx::madc_lo_cc(m, P::p(j), t[j]);
-            t[N] = ptx::addc(t[N], 0);
-            t[1] = ptx::mad_hi_cc(m, P::p(0), t[1]);
-#pragma unroll
-            for (int j = 1; j < N - 1; j++) t[j + 1] = ptx::madc_hi_cc(m, P::p(j), t[j + 1]);
-            t[N] = ptx::madc_hi(m, P::p(N - 1), t[N]);
-#pragma unroll
-            for (int j = 0; j < N; j++) t[j] = t[j + 1];
-            t[N] = 0;
+            for (int j = 0; j < N; j += 2) {
+                const uint64_t w = (uint64_t)a.v[j] * b0;
+                e[j] = (uint32_t)w;
+                e[j + 1] = (uint32_t)(w >> 32);
+                const uint64_t x = (uint64_t)a.v[j + 1] * b0;
+                o[j] = (uint32_t)x;
+                o[j + 1] = (uint32_t)(x >> 32);
+            }
+            e[N] = 0;
+            reduce_row(e, o);
         }
-        mont_t r;
 #pragma unroll
-        for (int i = 0; i < N; i++) r.v[i] = t[i];
+        for (int i = 1; i < N; i++) {
+            const uint32_t bi = b.v[i];
+            uint32_t ne[N + 1], no[N];
+            // new e = o + e[1] (word 0); its carry goes to word 1 = new o's first word.
+            ne[0] = ptx::add_cc(o[0], e[1]);
+            // new o = e[2..N] + odd products (one word up), carry-in from the add above.
+#pragma unroll
+            for (int j = 1; j < N - 1; j += 2) {
+                no[j - 1] = ptx::madc_lo_cc(a.v[j], bi, e[j + 1]);
+                no[j] = ptx::madc_hi_cc(a.v[j], bi, e[j + 2]);
+            }
+            no[N - 2] = ptx::madc_lo_cc(a.v[N - 1], bi, e[N]);
+            no[N - 1] = ptx::madc_hi(a.v[N - 1], bi, 0);  // o < 2^(32N): no carry out
+            // new e += even products.
+            ne[0] = ptx::mad_lo_cc(a.v[0], bi, ne[0]);
+            ne[1] = ptx::madc_hi_cc(a.v[0], bi, o[1]);
+#pragma unroll
+            for (int j = 2; j < N; j += 2) {
+                ne[j] = ptx::madc_lo_cc(a.v[j], bi, o[j]);
+                ne[j + 1] = ptx::madc_hi_cc(a.v[j], bi, o[j + 1]);
+            }
+            ne[N] = ptx::addc(0, 0);
+#pragma unroll
+            for (int j = 0; j < N; j++) { e[j] = ne[j]; o[j] = no[j]; }
+            e[N] = ne[N];
+            reduce_row(e, o);
+        }
+        // T / 2^32 = e[1..N] + o[0..N-1] < 2p.
+        mont_t r;
+        r.v[0] = ptx::add_cc(e[1], o[0]);
+#pragma unroll
+        for (int j = 1; j < N - 1; j++) r.v[j] = ptx::addc_cc(e[j + 1], o[j]);
+        r.v[N - 1] = ptx::addc(e[N], o[N - 1]);
         return reduce_once(r);
+    }
+
+    // T += m * p with m = e[0] * M0, which clears e[0] (T's lowest word).
+    __device__ __forceinline__ static void reduce_row(uint32_t (&e)[N + 1], uint32_t (&o)[N]) {
+        const uint32_t m = e[0] * P::M0;
+#pragma unroll
+        for (int j = 0; j < N; j += 2) {
+            e[j] = j == 0 ? ptx::mad_lo_cc(m, P::p(0), e[0]) : ptx::madc_lo_cc(m, P::p(j), e[j]);
+            e[j + 1] = ptx::madc_hi_cc(m, P::p(j), e[j + 1]);
+        }
+        e[N] = ptx::addc(e[N], 0);
+        o[0] = ptx::mad_lo_cc(m, P::p(1), o[0]);
+        o[1] = ptx::madc_hi_cc(m, P::p(1), o[1]);
+#pragma unroll
+        for (int j = 3; j < N - 1; j += 2) {
+            o[j - 1] = ptx::madc_lo_cc(m, P::p(j), o[j - 1]);
+            o[j] = ptx::madc_hi_cc(m, P::p(j), o[j]);
+        }
+        o[N - 2] = ptx::madc_lo_cc(m, P::p(N - 1), o[N - 2]);
+        o[N - 1] = ptx::madc_hi(m, P::p(N - 1), o[N - 1]);  // o < 2^(32N): no carry out
     }
 
     __device__ __forceinline__ mont_t sqr() const { return *this * *this; }

@@ -109,6 +109,64 @@ fn coset_quotient_matches_cpu() {
     say("coset_quotient: equal to the CPU backend");
 }
 
+/// Fr products on edge-case operands, through the quotient kernel: with c = 0 it computes
+/// a * b * z_inv pointwise, so every pair of the edge set (and random partners) goes through
+/// the device Montgomery product. The set holds values whose canonical form is extreme (0, 1,
+/// p - 1, (p +- 1) / 2, powers of two up to 2^255 mod p, R mod p, R^2 mod p) and values whose
+/// stored Montgomery limbs are extreme (v / R for the same v: limbs 1, p - 1, 2^255 - ...).
+#[test]
+fn fr_product_edge_cases_match_cpu() {
+    let Some((gpu, _serial)) = gpu() else { return };
+    let two = Scalar::from(2u64);
+    let r_mod_p = two.pow_vartime([256u64]);
+    let r_inv = r_mod_p.invert().unwrap();
+    let mut canon = vec![
+        Scalar::ZERO,
+        Scalar::ONE,
+        two,
+        Scalar::from(3u64),
+        -Scalar::ONE,
+        -two,
+        two.invert().unwrap(),
+        -two.invert().unwrap(),
+        Scalar::from(u32::MAX as u64),
+        Scalar::from(u64::MAX),
+        -Scalar::from(1u64 << 32),
+        r_mod_p,
+        r_mod_p.square(),
+        r_inv,
+    ];
+    for k in [31u64, 63, 64, 128, 192, 224, 253, 254, 255] {
+        canon.push(two.pow_vartime([k]));
+        canon.push(two.pow_vartime([k]) - Scalar::ONE);
+    }
+    let mut edge: Vec<Scalar> = canon.clone();
+    edge.extend(canon.iter().map(|v| v * r_inv)); // stored limbs = v
+    edge.extend(random_scalars(16, 7));
+    let m = edge.len();
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    for x in &edge {
+        for y in &edge {
+            a.push(*x);
+            b.push(*y);
+        }
+    }
+    let n = (m * m).next_power_of_two();
+    a.extend(random_scalars(n - m * m, 8));
+    b.extend(random_scalars(n - m * m, 9));
+    let c = vec![Scalar::ZERO; n];
+    let mut want = a.clone();
+    CpuBackend.coset_quotient(&mut want, &b, &c).unwrap();
+    let mut got = a.clone();
+    gpu.coset_quotient(&mut got, &b, &c).unwrap();
+    let bad = (0..n).filter(|&i| got[i] != want[i]).count();
+    assert!(bad == 0, "{bad} of {n} edge-case Fr products differ");
+    assert_arena_empty(gpu);
+    say(&format!(
+        "fr products: {n} edge-case pairs equal to the CPU backend"
+    ));
+}
+
 fn check_msm(gpu: &GpuBackend, label: &str, bases: &[G1Affine], scalars: &[Scalar]) {
     let t = Instant::now();
     let want = CpuBackend.msm_g1(bases, Selection::All, scalars).unwrap();
