@@ -29,6 +29,22 @@ extern "C" __global__ void cuzk_fr_ntt_radix16(const fr_t* in, fr_t* out, const 
     fr_ntt_pass<4>(in, out, twiddles, log_n, s, pre, post);
 }
 
+extern "C" __global__ void __launch_bounds__(256) cuzk_fr_ntt_fused(const fr_t* in, fr_t* out,
+                                                                     const fr_t* twiddles, uint32_t log_n,
+                                                                     uint32_t s0, uint32_t t, power_table pre,
+                                                                     power_table post) {
+    fr_ntt_fused(in, out, twiddles, log_n, s0, t, pre, post);
+}
+
+// The same with registers capped for three blocks per SM (80 registers and 20 bytes of
+// spills on sm_90, against 96 and two blocks): the one the host uses by default (ntt.rs).
+extern "C" __global__ void __launch_bounds__(256, 3) cuzk_fr_ntt_fused3(const fr_t* in, fr_t* out,
+                                                                        const fr_t* twiddles, uint32_t log_n,
+                                                                        uint32_t s0, uint32_t t,
+                                                                        power_table pre, power_table post) {
+    fr_ntt_fused(in, out, twiddles, log_n, s0, t, pre, post);
+}
+
 extern "C" __global__ void cuzk_fr_coset_quotient(fr_t* a, const fr_t* b, const fr_t* c, const fr_t* z_inv,
                                                   uint32_t n) {
     fr_coset_quotient(a, b, c, z_inv, n);

@@ -60,6 +60,8 @@ kernels! {
     fr_ntt_radix4 = "cuzk_fr_ntt_radix4",
     fr_ntt_radix8 = "cuzk_fr_ntt_radix8",
     fr_ntt_radix16 = "cuzk_fr_ntt_radix16",
+    fr_ntt_fused = "cuzk_fr_ntt_fused",
+    fr_ntt_fused3 = "cuzk_fr_ntt_fused3",
     fr_coset_quotient = "cuzk_fr_coset_quotient",
     msm_classify = "cuzk_msm_classify",
     msm_bucket_offsets = "cuzk_msm_bucket_offsets",

@@ -26,6 +26,22 @@ fn max_log_radix() -> u32 {
             .clamp(1, 4)
     })
 }
+/// Most stages one fused pass (kernels/ntt.cuh, `fr_ntt_fused`) does in shared memory: its
+/// tile is 1024 elements, so 9 stages leave two columns per block (2^27: three passes).
+const FUSED_MAX_STAGES: u32 = 9;
+/// Which passes: by default the fused kernel with registers capped for three blocks per SM
+/// (`cuzk_fr_ntt_fused3`: 80 registers, 20 bytes of spills on sm_90; H200 2^27 forward 66.3
+/// ms). For measurements, CUZK_NTT_FUSED=0 gives the register-radix passes (83.4 ms) and 1
+/// the uncapped fused kernel (`cuzk_fr_ntt_fused`: 96 registers, two blocks per SM, 76.1 ms).
+fn fused_mode() -> u32 {
+    static F: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    *F.get_or_init(|| {
+        std::env::var("CUZK_NTT_FUSED")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(2)
+    })
+}
 const FR_BYTES: usize = 32;
 const _: () = assert!(std::mem::size_of::<Scalar>() == FR_BYTES);
 
@@ -207,9 +223,16 @@ pub(crate) fn ntt(
     kstart.record(gpu.stream())?;
     let none = PowerTableArg::default();
 
-    // Passes of up to max_log_radix() stages each, the stages spread evenly over the passes;
-    // results alternate between the two buffers.
-    let pass_count = log_n.div_ceil(max_log_radix());
+    // Passes of up to max_log_radix() stages each (fused: up to FUSED_MAX_STAGES through
+    // shared memory), the stages spread evenly over the passes; results alternate between
+    // the two buffers.
+    let fused = fused_mode() != 0 && log_n >= 2;
+    let max_stages = if fused {
+        FUSED_MAX_STAGES
+    } else {
+        max_log_radix()
+    };
+    let pass_count = log_n.div_ceil(max_stages);
     let mut passes = Vec::with_capacity(pass_count as usize);
     let mut s = 0;
     for p in 0..pass_count {
@@ -231,6 +254,32 @@ pub(crate) fn ntt(
         } else {
             none
         };
+        if fused {
+            // n / 4 threads: each owns four elements of a tile of min(n, 1024).
+            let block = (n / 4).min(BLOCK as usize) as u32;
+            let kernel = if fused_mode() == 1 {
+                gpu.kernels.fr_ntt_fused
+            } else {
+                gpu.kernels.fr_ntt_fused3
+            };
+            gpu.launch(
+                kernel,
+                n / 4,
+                block,
+                0,
+                &mut [
+                    arg(&src),
+                    arg(&dst),
+                    arg(&tw),
+                    arg(&log_n),
+                    arg(&s),
+                    arg(&stages),
+                    arg(&pre_arg),
+                    arg(&post_arg),
+                ],
+            )?;
+            continue;
+        }
         let kernel = match stages {
             1 => gpu.kernels.fr_ntt_radix2,
             2 => gpu.kernels.fr_ntt_radix4,
