@@ -71,9 +71,8 @@ enum Cmd {
     Single {
         #[command(flatten)]
         daemon: DaemonArgs,
-        /// Proof type.
-        #[arg(short = 't', long = "type", default_value = "porep")]
-        kind: String,
+        #[command(flatten)]
+        kind: KindArg,
         #[command(flatten)]
         porep: PoRepArgs,
         /// Request id (idempotency key) [default: a fresh one].
@@ -86,9 +85,8 @@ enum Cmd {
     Batch {
         #[command(flatten)]
         daemon: DaemonArgs,
-        /// Proof type.
-        #[arg(short = 't', long = "type", default_value = "porep")]
-        kind: String,
+        #[command(flatten)]
+        kind: KindArg,
         #[command(flatten)]
         porep: PoRepArgs,
         /// Number of proofs.
@@ -145,6 +143,13 @@ struct DaemonArgs {
     /// cuzkd's address: unix:///path or host:port.
     #[arg(short = 'a', long = "addr", default_value = "unix:///run/cuzk/cuzk.sock")]
     addr: String,
+}
+
+#[derive(clap::Args)]
+struct KindArg {
+    /// Proof type.
+    #[arg(short = 't', long = "type", default_value = "porep")]
+    kind: String,
 }
 
 #[derive(clap::Args)]
@@ -322,11 +327,11 @@ fn run(cli: Cli) -> Result<()> {
             );
         }
         Cmd::Single { daemon, kind, porep, request_id, out } => {
-            client::check_kind(&kind)?;
+            client::check_kind(&kind.kind)?;
             block_on(client::single(&daemon.addr, &porep.target(), request_id, out.as_deref()))?
         }
         Cmd::Batch { daemon, kind, porep, count, concurrency, out_dir } => {
-            let all_ok = block_on(client::batch(&daemon.addr, &kind, &porep.target(), count, concurrency, out_dir.as_deref()))?;
+            let all_ok = block_on(client::batch(&daemon.addr, &kind.kind, &porep.target(), count, concurrency, out_dir.as_deref()))?;
             if !all_ok {
                 bail!("some proofs failed");
             }

@@ -18,13 +18,11 @@ const BLOCK: u32 = 256;
 /// overrides the default for measurements.
 fn max_log_radix() -> u32 {
     static K: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
-    *K.get_or_init(|| {
-        std::env::var("CUZK_NTT_MAX_LOG_RADIX")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(2u32)
-            .clamp(1, 4)
-    })
+    *K.get_or_init(|| env_knob("CUZK_NTT_MAX_LOG_RADIX", 2).clamp(1, 4))
+}
+/// A measurement switch from the environment: its number, or `default`.
+fn env_knob(name: &str, default: u32) -> u32 {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
 }
 /// Most stages one fused pass (kernels/ntt.cuh, `fr_ntt_fused`) does in shared memory: its
 /// tile is 1024 elements, so 9 stages leave two columns per block (2^27: three passes).
@@ -35,12 +33,7 @@ const FUSED_MAX_STAGES: u32 = 9;
 /// the uncapped fused kernel (`cuzk_fr_ntt_fused`: 96 registers, two blocks per SM, 76.1 ms).
 fn fused_mode() -> u32 {
     static F: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
-    *F.get_or_init(|| {
-        std::env::var("CUZK_NTT_FUSED")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(2)
-    })
+    *F.get_or_init(|| env_knob("CUZK_NTT_FUSED", 2))
 }
 const FR_BYTES: usize = 32;
 const _: () = assert!(std::mem::size_of::<Scalar>() == FR_BYTES);
