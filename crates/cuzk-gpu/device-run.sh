@@ -11,7 +11,8 @@ OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT" /tmp/bin
 for f in device-carry/*.gz; do gunzip -c "$f" > /tmp/bin/$(basename "$f" .gz); done
 chmod +x /tmp/bin/*
-export CUZK_FIXTURE_DIR=/tmp/fx RUST_BACKTRACE=1
+# On a GPU machine a backend that does not open is a failure, not a skip.
+export CUZK_FIXTURE_DIR=/tmp/fx RUST_BACKTRACE=1 CUZK_REQUIRE_GPU=1
 nvidia-smi --query-gpu=name,driver_version,memory.used,memory.total,clocks.sm --format=csv | tee "$OUT/nvidia-smi.txt"
 start=$(date +%s)
 # The 2 KiB fixture (about 2 minutes on 16 cores) while the first GPU tests run.

@@ -1,7 +1,7 @@
 //! Whole proofs on the GPU: synthetic circuits and the 2 KiB PoRep proved with the GPU
 //! backend and with the CPU backend, same blinding values, must be byte-identical and
 //! verify (bellperson's verifier, filecoin-proofs' verify_seal). Without a usable GPU each
-//! test says so on stderr and returns.
+//! test says so on stderr and returns; with `CUZK_REQUIRE_GPU=1` it fails instead.
 
 use blstrs::Scalar as Fr;
 use cuzk_filecoin::fixture::{default_fixture_dir, ensure_fixture};
@@ -12,14 +12,7 @@ use rand::SeedableRng;
 use std::io::Write;
 
 fn gpu(test: &str) -> Option<cuzk_gpu::GpuBackend> {
-    match cuzk_gpu::GpuBackend::new() {
-        Ok(g) => Some(g),
-        Err(e) => {
-            // Straight to stderr, past the harness's capture, so CI logs show the skip.
-            let _ = writeln!(std::io::stderr(), "SKIPPED: {test}: {e}");
-            None
-        }
-    }
+    cuzk_gpu::backend_or_skip(test, cuzk_gpu::GpuBackend::new())
 }
 
 #[test]

@@ -28,6 +28,7 @@ use tokio::sync::{broadcast, watch};
 
 use crate::error::{EngineError, RunError};
 use crate::job::*;
+use crate::panic::contained;
 use crate::residency::{Residency, ResidentStatus};
 use crate::runner::{
     CancelToken, Device, DeviceBackend, JobPlan, ProofRunner, ProveContext, SrsRef, Synthesized,
@@ -57,11 +58,17 @@ pub struct EngineConfig {
     /// Start paused (recovered jobs wait for [`Engine::resume`]): for inspecting the spool
     /// after a crash before anything runs.
     pub start_paused: bool,
+    /// Admission: at most this many jobs wait in the queue; beyond it `submit` answers
+    /// [`EngineError::ResourceExhausted`].
+    pub max_queued_jobs: usize,
+    /// Admission: the payload bytes of accepted, unfinished jobs (what the spool holds).
+    pub max_spool_bytes: u64,
 }
 
 impl EngineConfig {
     /// Defaults: one worker per device, one synthesis thread, 3/4 of the machine's memory as
-    /// budget, results kept an hour (five minutes once fetched), three attempts.
+    /// budget, results kept an hour (five minutes once fetched), three attempts, 1000 queued
+    /// jobs and 32 GiB of spooled payload at most (about 650 waiting 32 GiB PoRep inputs).
     pub fn new(state_dir: impl Into<PathBuf>) -> EngineConfig {
         EngineConfig {
             state_dir: state_dir.into(),
@@ -73,6 +80,8 @@ impl EngineConfig {
             fetched_result_ttl: Duration::from_secs(300),
             max_attempts: 3,
             start_paused: false,
+            max_queued_jobs: 1000,
+            max_spool_bytes: 32 << 30,
         }
     }
 }
@@ -137,11 +146,16 @@ pub struct EngineStatus {
     pub devices: Vec<DeviceStatus>,
 }
 
-/// One device: its name and, for GPUs, its memory arena's counters.
+/// One device: its name and, for GPUs, its ordinal, its memory arena's and pinned pool's
+/// counters, and the jobs its workers prove now.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DeviceStatus {
     pub name: String,
+    pub ordinal: Option<u32>,
     pub memory: Option<MemoryStatus>,
+    pub pinned: Option<MemoryStatus>,
+    /// Jobs on this device's workers, with their kinds.
+    pub jobs: Vec<(String, ProofKind)>,
 }
 
 impl EngineStatus {
@@ -171,6 +185,11 @@ struct Job {
     kind: ProofKind,
     priority: Priority,
     seq: u64,
+    /// [`JobRequest::content_digest`]: the same id with other content is another request.
+    /// `None` only for results stored before digests existed.
+    digest: Option<String>,
+    /// Payload bytes counted in `Sched::spool_bytes` until the job ends.
+    payload_bytes: u64,
     request: Option<Arc<JobRequest>>,
     state: JobState,
     /// In the queued set (false while its request is being written).
@@ -209,6 +228,8 @@ struct Sched {
     synthesized: BTreeSet<QKey>,
     mem_in_use: u64,
     mem_high_water: u64,
+    /// Payload bytes of accepted jobs without a result (admission: `max_spool_bytes`).
+    spool_bytes: u64,
     paused: bool,
     draining: bool,
     stopping: bool,
@@ -250,6 +271,19 @@ pub struct Engine {
     inner: Arc<Inner>,
 }
 
+/// A duration in whole milliseconds, saturating (a configured TTL of centuries must not wrap).
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// `now + d`, or a point far enough away when `d` is too large to add (never panics).
+fn deadline_after(d: Duration) -> Instant {
+    let now = Instant::now();
+    now.checked_add(d)
+        .or_else(|| now.checked_add(Duration::from_secs(100 * 365 * 86400)))
+        .unwrap_or(now)
+}
+
 fn now_unix_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -272,6 +306,8 @@ fn new_job(kind: ProofKind, priority: Priority, seq: u64, request: Option<Arc<Jo
         kind,
         priority,
         seq,
+        digest: None,
+        payload_bytes: 0,
         request,
         state: JobState::Queued,
         spooled: false,
@@ -396,7 +432,7 @@ impl Engine {
     /// Puts recovered records back; returns jobs that ran out of attempts.
     fn restore(&self, rec: crate::spool::Recovered) -> Vec<(String, u32)> {
         let now = now_unix_ms();
-        let ttl = self.inner.config.result_ttl.as_millis() as u64;
+        let ttl = millis(self.inner.config.result_ttl);
         let mut s = lock(&self.inner.sched);
         for r in rec.results {
             let expires = r.finished_unix_ms.saturating_add(ttl);
@@ -405,6 +441,7 @@ impl Engine {
                 continue;
             }
             let mut job = new_job(r.kind, r.priority, 0, None);
+            job.digest = r.digest.clone();
             job.state = r.status.state();
             job.attempts = r.attempts;
             job.expires_unix_ms = expires;
@@ -415,18 +452,15 @@ impl Engine {
         }
         let mut exhausted = Vec::new();
         for (sj, attempts) in rec.jobs {
-            s.next_seq = s.next_seq.max(sj.seq + 1);
+            s.next_seq = s.next_seq.max(sj.seq.saturating_add(1));
             let id = sj.job_id.clone();
-            let mut job = new_job(
-                sj.request.kind,
-                sj.priority,
-                sj.seq,
-                Some(Arc::new(sj.request)),
-            );
+            // The payload stays in the spool; planning reads it back.
+            let mut job = new_job(sj.request.kind, sj.priority, sj.seq, None);
+            job.digest = sj.digest;
+            job.payload_bytes = sj.payload_bytes;
+            s.spool_bytes = s.spool_bytes.saturating_add(sj.payload_bytes);
             job.attempts = attempts;
             job.spooled = true;
-            job.request
-                .take_if(|r| r.payload_bytes() > PAYLOAD_KEPT_IN_MEMORY);
             if attempts >= self.inner.config.max_attempts {
                 exhausted.push((id.clone(), attempts));
             } else {
@@ -448,7 +482,7 @@ impl Engine {
             std::thread::Builder::new()
                 .name(format!("cuzk-synth-{i}"))
                 .spawn(move || {
-                    e.synthesis_loop();
+                    e.keep_running("synthesis", || e.synthesis_loop());
                     e.thread_exit();
                 })
                 .ok();
@@ -458,7 +492,7 @@ impl Engine {
             std::thread::Builder::new()
                 .name(format!("cuzk-worker-{w}"))
                 .spawn(move || {
-                    e.worker_loop(w);
+                    e.keep_running("worker", || e.worker_loop(w));
                     e.thread_exit();
                 })
                 .ok();
@@ -467,10 +501,27 @@ impl Engine {
         std::thread::Builder::new()
             .name("cuzk-housekeeping".into())
             .spawn(move || {
-                e.housekeeping_loop();
+                e.keep_running("housekeeping", || e.housekeeping_loop());
                 e.thread_exit();
             })
             .ok();
+    }
+
+    /// Runs a thread's loop again if engine code itself panics (runner stages are contained
+    /// one level down, per job, by [`contained`]): a thread of the engine never dies of a
+    /// panic while the engine runs.
+    fn keep_running(&self, what: &str, body: impl Fn()) {
+        loop {
+            match std::panic::catch_unwind(std::panic::AssertUnwindSafe(&body)) {
+                Ok(()) => return,
+                Err(p) => {
+                    log::error!("engine {what} thread: panic in engine code (a bug), restarting its loop: {}", crate::panic::panic_message(&*p));
+                    if lock(&self.inner.sched).stopping {
+                        return;
+                    }
+                }
+            }
+        }
     }
 
     fn thread_exit(&self) {
@@ -521,39 +572,91 @@ impl Engine {
         let id = request.request_id.clone();
         let priority = request.effective_priority();
         let kind = request.kind;
+        let digest = request.content_digest();
+        let payload = request.payload_bytes();
         let request = Arc::new(request);
-        let seq = {
+        let (seq, replaced) = {
             let mut s = lock(&self.inner.sched);
+            let mut replaced = false;
             if let Some(j) = s.jobs.get(&id) {
-                return Ok(Submitted {
-                    job_id: id.clone(),
-                    existing: true,
-                    state: j.state,
-                    queue_position: queue_position(&s, &id),
-                });
+                match &j.digest {
+                    // Same content (or a result from before digests): the retry attaches.
+                    Some(d) if *d != digest => {}
+                    _ => {
+                        return Ok(Submitted {
+                            job_id: id.clone(),
+                            existing: true,
+                            state: j.state,
+                            queue_position: queue_position(&s, &id),
+                            device: self.device_name(j),
+                        })
+                    }
+                }
+                if j.result.is_none() {
+                    return Err(EngineError::Conflict { id: id.clone(), state: j.state.name() });
+                }
+                // Ended, and the id now comes with other content: a sector sealed again
+                // after a failure (Curio's ids are `porep-<miner>-<sector>`). Its old result
+                // answers a request nobody makes any more; a new job replaces it.
+                log::info!(
+                    "request id {id}: new content; the stored {} result of its earlier content \
+                     is replaced by a new job",
+                    j.state.name()
+                );
+                replaced = true;
             }
             if s.draining || s.stopping {
                 return Err(EngineError::Draining);
             }
+            let c = &self.inner.config;
+            if s.queued.len() >= c.max_queued_jobs {
+                return Err(EngineError::ResourceExhausted {
+                    limit: "max_queued_jobs",
+                    value: c.max_queued_jobs as u64,
+                    detail: format!("{} jobs are queued", s.queued.len()),
+                });
+            }
+            if s.spool_bytes.saturating_add(payload) > c.max_spool_bytes {
+                return Err(EngineError::ResourceExhausted {
+                    limit: "max_spool_bytes",
+                    value: c.max_spool_bytes,
+                    detail: format!(
+                        "accepted jobs hold {} bytes of input and this request brings {payload}",
+                        s.spool_bytes
+                    ),
+                });
+            }
+            if replaced {
+                s.jobs.remove(&id);
+            }
             let seq = s.next_seq;
             s.next_seq += 1;
-            s.jobs.insert(
-                id.clone(),
-                new_job(kind, priority, seq, Some(request.clone())),
-            );
-            seq
+            let mut job = new_job(kind, priority, seq, Some(request.clone()));
+            job.digest = Some(digest.clone());
+            job.payload_bytes = payload;
+            s.spool_bytes += payload;
+            s.jobs.insert(id.clone(), job);
+            (seq, replaced)
         };
-        let written = self.inner.spool.put_job(&SpooledJobRef {
-            job_id: &id,
-            seq,
-            priority,
-            accepted_unix_ms: now_unix_ms(),
-            request: &request,
+        // The old result goes before the new request is durable: a crash in between must
+        // not leave both (recovery lets a result win over its request).
+        let written = if replaced { self.inner.spool.remove_result(&id) } else { Ok(()) }.and_then(|_| {
+            self.inner.spool.put_job(&SpooledJobRef {
+                job_id: &id,
+                seq,
+                priority,
+                accepted_unix_ms: now_unix_ms(),
+                digest: &digest,
+                payload_bytes: payload,
+                request: &request,
+            })
         });
         let mut s = lock(&self.inner.sched);
         if let Err(e) = written {
             // Not durable, so not accepted. Anyone who attached meanwhile sees NotFound.
-            s.jobs.remove(&id);
+            if let Some(j) = s.jobs.remove(&id) {
+                s.spool_bytes = s.spool_bytes.saturating_sub(j.payload_bytes);
+            }
             drop(s);
             let _ = self.inner.spool.remove_job(&id);
             return Err(e);
@@ -581,6 +684,7 @@ impl Engine {
             existing: false,
             state,
             queue_position,
+            device: None,
         })
     }
 
@@ -640,7 +744,7 @@ impl Engine {
     }
 
     fn mark_fetched(&self, id: &str) {
-        let until = now_unix_ms() + self.inner.config.fetched_result_ttl.as_millis() as u64;
+        let until = now_unix_ms().saturating_add(millis(self.inner.config.fetched_result_ttl));
         let mut s = lock(&self.inner.sched);
         if let Some(j) = s.jobs.get_mut(id) {
             j.expires_unix_ms = j.expires_unix_ms.min(until);
@@ -714,6 +818,8 @@ impl Engine {
             }
             j.request = None;
             j.plan = None;
+            let payload = std::mem::take(&mut j.payload_bytes);
+            let digest = j.digest.clone();
             j.state = status.state();
             j.t.total = j.accepted.elapsed();
             let result = JobResult {
@@ -726,9 +832,12 @@ impl Engine {
                 timings: j.t,
                 finished_unix_ms: now_unix_ms(),
                 attempts: j.attempts,
+                digest,
             };
-            j.expires_unix_ms =
-                result.finished_unix_ms + self.inner.config.result_ttl.as_millis() as u64;
+            j.expires_unix_ms = result
+                .finished_unix_ms
+                .saturating_add(millis(self.inner.config.result_ttl));
+            s.spool_bytes = s.spool_bytes.saturating_sub(payload);
             s.queued.remove(&key);
             s.synthesized.remove(&key);
             s.mem_in_use = s.mem_in_use.saturating_sub(reserved);
@@ -783,9 +892,9 @@ impl Engine {
             };
             match next {
                 Next::Plan(id, request) => {
-                    let plan = self
-                        .request_of(&id, request)
-                        .and_then(|r| inner.runner.plan(&r).map_err(|e| e.to_string()));
+                    let plan = self.request_of(&id, request).and_then(|r| {
+                        contained("plan", || inner.runner.plan(&r)).map_err(|e| e.to_string())
+                    });
                     let mut s = lock(&inner.sched);
                     let Some(j) = s.jobs.get_mut(&id) else {
                         continue;
@@ -873,7 +982,7 @@ impl Engine {
         let start = Instant::now();
         let out = cancel
             .check()
-            .and_then(|_| inner.runner.synthesize(&request, &plan, &cancel));
+            .and_then(|_| contained("synthesize", || inner.runner.synthesize(&request, &plan, &cancel)));
         let elapsed = start.elapsed();
         match out {
             Ok(work) if !cancel.is_cancelled() => {
@@ -976,7 +1085,9 @@ impl Engine {
         let mut srs_load = Duration::ZERO;
         let srs = match &plan.srs {
             None => None,
-            Some(r) => match self.resident_srs(&r.circuit_id, r) {
+            Some(r) => match contained("parameter load", || {
+                self.resident_srs(&r.circuit_id, r).map_err(|e| RunError::Params(e.to_string()))
+            }) {
                 Ok((srs, load_time)) => {
                     srs_load = load_time.unwrap_or_default();
                     Some(srs)
@@ -991,14 +1102,16 @@ impl Engine {
         let backend = DeviceBackend::new(&*dev.backend, &inner.device_locks[device], cancel);
         let start = Instant::now();
         let out = cancel.check().and_then(|_| {
-            inner.runner.prove(
-                work,
-                ProveContext {
-                    srs: srs.as_deref(),
-                    backend: &backend,
-                    cancel,
-                },
-            )
+            contained("prove", || {
+                inner.runner.prove(
+                    work,
+                    ProveContext {
+                        srs: srs.as_deref(),
+                        backend: &backend,
+                        cancel,
+                    },
+                )
+            })
         });
         let prove = start.elapsed();
         drop(srs);
@@ -1075,7 +1188,7 @@ impl Engine {
     /// every queued job, in the spool for the next start. Blocking.
     pub fn drain(&self, timeout: Duration) -> DrainReport {
         let inner = &*self.inner;
-        let deadline = Instant::now() + timeout;
+        let deadline = deadline_after(timeout);
         let mut s = lock(&inner.sched);
         s.draining = true;
         inner.wake.notify_all();
@@ -1181,12 +1294,14 @@ impl Engine {
             priority: j.priority,
             state: j.state,
             attempts: j.attempts,
-            device: j
-                .device
-                .and_then(|d| self.inner.devices.get(d))
-                .map(|d| d.name.clone()),
+            device: self.device_name(j),
             error: j.result.as_ref().and_then(|r| r.error.clone()),
         }
+    }
+
+    /// The device a job was given (while proving, and after).
+    fn device_name(&self, j: &Job) -> Option<String> {
+        j.device.and_then(|d| self.inner.devices.get(d)).map(|d| d.name.clone())
     }
 
     /// All known jobs, in queue order first, then the rest by id.
@@ -1258,7 +1373,21 @@ impl Engine {
             devices: inner
                 .devices
                 .iter()
-                .map(|d| DeviceStatus { name: d.name.clone(), memory: d.memory.as_ref().map(|probe| probe()) })
+                .enumerate()
+                .map(|(i, d)| DeviceStatus {
+                    name: d.name.clone(),
+                    ordinal: d.ordinal,
+                    memory: d.memory.as_ref().map(|probe| probe()),
+                    pinned: d.pinned.as_ref().map(|probe| probe()),
+                    jobs: s
+                        .worker_jobs
+                        .iter()
+                        .enumerate()
+                        .filter(|(w, _)| inner.worker_device[*w] == i)
+                        .filter_map(|(_, id)| id.as_ref())
+                        .filter_map(|id| s.jobs.get(id).map(|j| (id.clone(), j.kind)))
+                        .collect(),
+                })
                 .collect(),
         }
     }

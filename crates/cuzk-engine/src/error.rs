@@ -1,6 +1,7 @@
 //! Errors at the engine's boundary. `EngineError` is what a caller (the daemon) maps to a
 //! transport status: `InvalidRequest` to INVALID_ARGUMENT, `NotFound` to NOT_FOUND,
-//! `Draining` to UNAVAILABLE, the rest to INTERNAL. A proof that fails is not an error here:
+//! `Conflict` to ALREADY_EXISTS, `ResourceExhausted` to RESOURCE_EXHAUSTED, `Draining` to
+//! UNAVAILABLE, the rest to INTERNAL. A proof that fails is not an error here:
 //! it is a [`crate::JobResult`] with status `Failed` and a message.
 
 use std::path::PathBuf;
@@ -27,6 +28,16 @@ pub enum EngineError {
          another state directory"
     )]
     StateDirBusy(PathBuf),
+    /// The request id belongs to a job with other content that has not ended.
+    #[error(
+        "request_id {id:?} is already used by a {state} job with different content (another \
+         sector, proof type or input); refused so that no caller gets the proof of other content. \
+         Use a new request id, or cancel the old job first"
+    )]
+    Conflict { id: String, state: &'static str },
+    /// An admission limit would be passed; nothing was accepted.
+    #[error("{limit} = {value} reached ({detail}); retry later, or raise {limit} in [engine]")]
+    ResourceExhausted { limit: &'static str, value: u64, detail: String },
     #[error("invalid configuration: {0}")]
     Config(String),
     #[error("parameters of circuit {circuit_id:?}: {reason}")]
@@ -52,4 +63,11 @@ pub enum RunError {
     Prove(String),
     #[error("cancelled")]
     Cancelled,
+    /// A stage panicked (a bug, contained: the job fails, the engine goes on).
+    #[error(
+        "internal fault: the {stage} stage panicked: {message} (a bug in cuzk or a library it \
+         calls, reached by this request; the job failed alone and the daemon goes on; please \
+         report it with the request)"
+    )]
+    Panicked { stage: &'static str, message: String },
 }

@@ -179,6 +179,36 @@ impl JobRequest {
             .unwrap_or_else(|| self.kind.default_priority())
     }
 
+    /// What binds a request id to its content (hex SHA-256): every field that decides the
+    /// proof (kind, sizes, proof type, payloads, sector, miner, randomness, partition,
+    /// commitments), each length-prefixed so that no two requests share an encoding. Not
+    /// the request id, and not the priority: a retry of the same work may raise it.
+    pub fn content_digest(&self) -> String {
+        use sha2::{Digest, Sha256};
+        let mut h = Sha256::new();
+        let mut field = |bytes: &[u8]| {
+            h.update((bytes.len() as u64).to_le_bytes());
+            h.update(bytes);
+        };
+        field(b"cuzk-request-v1");
+        field(&self.kind.wire().to_le_bytes());
+        field(&self.sector_size.to_le_bytes());
+        field(&self.registered_proof.to_le_bytes());
+        field(&self.vanilla_proof);
+        field(&(self.vanilla_proofs.len() as u64).to_le_bytes());
+        for v in &self.vanilla_proofs {
+            field(v);
+        }
+        field(&self.sector_number.to_le_bytes());
+        field(&self.miner_id.to_le_bytes());
+        field(&self.randomness);
+        field(&self.partition_index.to_le_bytes());
+        field(&self.comm_r_old);
+        field(&self.comm_r_new);
+        field(&self.comm_d_new);
+        h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+    }
+
     /// Bytes of payload the request carries (what the spool stores).
     pub fn payload_bytes(&self) -> u64 {
         let v: usize = self.vanilla_proofs.iter().map(Vec::len).sum();
@@ -302,6 +332,10 @@ pub struct JobResult {
     pub finished_unix_ms: u64,
     /// How many times the job was started (more than one after a crash).
     pub attempts: u32,
+    /// [`JobRequest::content_digest`] of the request it answers; `None` in results stored
+    /// before digests existed.
+    #[serde(default)]
+    pub digest: Option<String>,
 }
 
 /// What [`crate::Engine::submit`] answers.
@@ -313,6 +347,8 @@ pub struct Submitted {
     pub state: JobState,
     /// 1-based position among queued jobs (0 when not queued).
     pub queue_position: u32,
+    /// The device proving it, when a known id is already on one (`assigned_gpu`).
+    pub device: Option<String>,
 }
 
 /// What [`crate::Engine::await_job`] answers.
@@ -456,6 +492,42 @@ mod tests {
         );
         assert!(Priority::Critical > Priority::High && Priority::High > Priority::Normal);
         assert!(Priority::Normal > Priority::Low);
+    }
+
+    #[test]
+    fn the_digest_covers_the_content_but_not_the_id_or_priority() {
+        let a = JobRequest::porep("porep-1000-1", b"c1 of sector 1".to_vec(), 1000, 1);
+        let mut same = a.clone();
+        same.request_id = "another id".into();
+        same.priority = Some(Priority::Critical);
+        assert_eq!(a.content_digest(), same.content_digest());
+        let variants: Vec<Box<dyn Fn(&mut JobRequest)>> = vec![
+            Box::new(|r| r.vanilla_proof.push(0)),
+            Box::new(|r| r.sector_number = 2),
+            Box::new(|r| r.miner_id = 1001),
+            Box::new(|r| r.kind = ProofKind::SnapDealsUpdate),
+            Box::new(|r| r.sector_size = 2048),
+            Box::new(|r| r.registered_proof = 1),
+            Box::new(|r| r.vanilla_proofs = vec![vec![]]),
+            Box::new(|r| r.randomness = vec![1]),
+            Box::new(|r| r.partition_index = 1),
+            Box::new(|r| r.comm_r_old = vec![1]),
+            Box::new(|r| r.comm_r_new = vec![1]),
+            Box::new(|r| r.comm_d_new = vec![1]),
+        ];
+        let mut seen = std::collections::BTreeSet::from([a.content_digest()]);
+        for (i, change) in variants.iter().enumerate() {
+            let mut r = a.clone();
+            change(&mut r);
+            assert!(seen.insert(r.content_digest()), "variant {i} collides");
+        }
+        // Length prefixes: moving a byte between two fields changes the digest.
+        let mut x = JobRequest::new(ProofKind::SnapDealsUpdate);
+        x.comm_r_old = vec![1, 2];
+        let mut y = x.clone();
+        y.comm_r_old = vec![1];
+        y.comm_r_new = vec![2];
+        assert_ne!(x.content_digest(), y.content_digest());
     }
 
     #[test]

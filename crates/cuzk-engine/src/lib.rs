@@ -65,8 +65,10 @@
 //!   every kernel; a cancelled job drops its synthesized data at once.
 //! - Parameters are loaded once per circuit id and evicted only when idle and unreferenced
 //!   (or explicitly).
-//! - A bad request fails alone: runner errors become that job's `Failed` result; no request
-//!   content can panic the engine or stop another job.
+//! - A bad request fails alone: runner errors become that job's `Failed` result, and a
+//!   panic in any runner stage (plan, synthesize, parameter load, prove) is caught
+//!   ([`panic::contained`]) and becomes one too; no request content can stop a thread of
+//!   the engine or another job. Checked by: `scheduling.rs`, `a_panic_in_any_stage_fails_its_job_alone`.
 //! - The engine never speaks a protocol and never spawns async tasks for proving: proving
 //!   runs on its own OS threads, async callers only await results.
 
@@ -74,6 +76,7 @@ pub mod engine;
 pub mod error;
 pub mod job;
 pub mod metrics;
+pub mod panic;
 pub mod residency;
 pub mod runner;
 pub mod spool;

@@ -137,11 +137,15 @@ pub struct Device {
     pub memory: Option<MemoryProbe>,
     /// Proving workers on this device; `None`: `EngineConfig::gpu_workers_per_device`.
     pub workers: Option<usize>,
+    /// A GPU's driver ordinal (`None` for the CPU).
+    pub ordinal: Option<u32>,
+    /// A GPU's page-locked host transfer pool.
+    pub pinned: Option<MemoryProbe>,
 }
 
 impl Device {
     pub fn new(name: impl Into<String>, backend: Arc<dyn Backend>) -> Device {
-        Device { name: name.into(), backend, memory: None, workers: None }
+        Device { name: name.into(), backend, memory: None, workers: None, ordinal: None, pinned: None }
     }
 
     /// Runs `n` proving workers on this device instead of the engine-wide count (0: none).
@@ -153,6 +157,14 @@ impl Device {
     /// Reports `probe()` as this device's memory in [`crate::EngineStatus::devices`].
     pub fn with_memory(mut self, probe: MemoryProbe) -> Device {
         self.memory = Some(probe);
+        self
+    }
+
+    /// Marks the device as the GPU of driver ordinal `ordinal`, whose pinned host pool
+    /// `pinned()` reads.
+    pub fn with_gpu(mut self, ordinal: u32, pinned: MemoryProbe) -> Device {
+        self.ordinal = Some(ordinal);
+        self.pinned = Some(pinned);
         self
     }
 

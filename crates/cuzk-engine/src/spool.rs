@@ -21,14 +21,14 @@
 //! recovery); the attempts file is written before a job starts running.
 
 use std::fs::{self, File};
-use std::io::Write;
+use std::io::{BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::{Deserialize, Serialize};
 
 use crate::error::EngineError;
-use crate::job::{JobRequest, JobResult, Priority};
+use crate::job::{JobRequest, JobResult, Priority, ProofKind};
 
 /// One accepted job as stored.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -38,6 +38,12 @@ pub struct SpooledJob {
     pub seq: u64,
     pub priority: Priority,
     pub accepted_unix_ms: u64,
+    /// [`JobRequest::content_digest`]; absent in records written before digests existed.
+    #[serde(default)]
+    pub digest: Option<String>,
+    /// [`JobRequest::payload_bytes`], so that recovery need not read the payload.
+    #[serde(default)]
+    pub payload_bytes: u64,
     pub request: JobRequest,
 }
 
@@ -48,14 +54,37 @@ pub struct SpooledJobRef<'a> {
     pub seq: u64,
     pub priority: Priority,
     pub accepted_unix_ms: u64,
+    pub digest: &'a str,
+    pub payload_bytes: u64,
     pub request: &'a JobRequest,
+}
+
+/// A spooled job as recovery reads it: everything but the payload, which stays on disk
+/// until the job is planned (a restart with hundreds of 50 MB PoRep inputs waiting must not
+/// read them all into memory). The payload fields are skipped while parsing, never stored.
+#[derive(Clone, Debug, Deserialize)]
+pub struct SpooledHeader {
+    pub job_id: String,
+    pub seq: u64,
+    pub priority: Priority,
+    pub accepted_unix_ms: u64,
+    pub digest: Option<String>,
+    #[serde(default)]
+    pub payload_bytes: u64,
+    pub request: RequestKind,
+}
+
+/// The one field of a spooled request that recovery needs.
+#[derive(Clone, Debug, Deserialize)]
+pub struct RequestKind {
+    pub kind: ProofKind,
 }
 
 /// What [`Spool::recover`] found.
 #[derive(Debug, Default)]
 pub struct Recovered {
-    /// Jobs without a result, with their attempt counts.
-    pub jobs: Vec<(SpooledJob, u32)>,
+    /// Jobs without a result, with their attempt counts (their payloads stay on disk).
+    pub jobs: Vec<(SpooledHeader, u32)>,
     pub results: Vec<JobResult>,
     /// Files that could not be read (named, with the reason); they are moved aside to
     /// `corrupt/` so that they are not lost and do not block the start.
@@ -228,10 +257,22 @@ impl Spool {
             if path.extension().and_then(|e| e.to_str()) != Some("req") {
                 continue;
             }
-            let job = match fs::read(&path)
-                .map_err(|e| e.to_string())
-                .and_then(|b| serde_json::from_slice::<SpooledJob>(&b).map_err(|e| e.to_string()))
-            {
+            let header = File::open(&path).map_err(|e| e.to_string()).and_then(|f| {
+                serde_json::from_reader::<_, SpooledHeader>(BufReader::new(f)).map_err(|e| e.to_string())
+            });
+            let job = match header {
+                // Written before digests: read it whole, once, to compute them.
+                Ok(h) if h.digest.is_none() => fs::read(&path)
+                    .map_err(|e| e.to_string())
+                    .and_then(|b| serde_json::from_slice::<SpooledJob>(&b).map_err(|e| e.to_string()))
+                    .map(|j| SpooledHeader {
+                        digest: Some(j.request.content_digest()),
+                        payload_bytes: j.request.payload_bytes(),
+                        ..h
+                    }),
+                other => other,
+            };
+            let job = match job {
                 Ok(j) => j,
                 Err(why) => {
                     self.quarantine(&path, why, &mut out);
@@ -266,6 +307,8 @@ mod tests {
             seq,
             priority: Priority::Normal,
             accepted_unix_ms: 1,
+            digest: &request.content_digest(),
+            payload_bytes: request.payload_bytes(),
             request: &request,
         })
         .unwrap();
@@ -289,6 +332,7 @@ mod tests {
             timings: StageTimings::default(),
             finished_unix_ms: 5,
             attempts: 1,
+            digest: None,
         };
         // Simulate a crash between the result write and the request removal.
         s.write_atomic(&s.result_path("done"), &serde_json::to_vec(&r).unwrap())
@@ -306,5 +350,32 @@ mod tests {
         assert_eq!(rec.results, vec![r]);
         assert_eq!(rec.unreadable.len(), 1, "{:?}", rec.unreadable);
         assert!(!s.req_path("done").exists());
+        let digest = JobRequest::porep("a", b"{}".to_vec(), 1000, 1).content_digest();
+        assert_eq!(rec.jobs[0].0.digest.as_deref(), Some(digest.as_str()));
+        assert_eq!(rec.jobs[0].0.payload_bytes, 2);
+    }
+
+    /// A record from before digests gets its digest at recovery; a record whose header is
+    /// fine but whose payload is not base64 is still read by the header (and fails when the
+    /// job reads its payload); a truncated one is set aside.
+    #[test]
+    fn old_and_damaged_records() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Spool::open(dir.path()).unwrap();
+        let request = JobRequest::porep("old", b"c1".to_vec(), 1000, 1);
+        let old = serde_json::json!({
+            "job_id": "old", "seq": 4, "priority": "Normal", "accepted_unix_ms": 1,
+            "request": serde_json::to_value(&request).unwrap(),
+        });
+        fs::write(s.req_path("old"), serde_json::to_vec(&old).unwrap()).unwrap();
+        put(&s, "cut", 5);
+        let bytes = fs::read(s.req_path("cut")).unwrap();
+        fs::write(s.req_path("cut"), &bytes[..bytes.len() / 2]).unwrap();
+        let rec = s.recover().unwrap();
+        assert_eq!(rec.jobs.len(), 1, "{:?}", rec.jobs);
+        assert_eq!(rec.jobs[0].0.digest.as_deref(), Some(request.content_digest().as_str()));
+        assert_eq!(rec.jobs[0].0.payload_bytes, 2);
+        assert_eq!(rec.unreadable.len(), 1, "{:?}", rec.unreadable);
+        assert!(rec.unreadable[0].contains("corrupt"), "{:?}", rec.unreadable);
     }
 }

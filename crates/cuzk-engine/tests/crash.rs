@@ -24,15 +24,7 @@ fn crash_child() {
     let mut c = config(dir);
     c.host_memory_budget_bytes = 100; // the second job stays queued: it never started
     let (e, _) = start(c);
-    e.submit(porep(
-        "porep-1000-1",
-        &Script {
-            prove_ms: 60_000,
-            footprint: 100,
-            ..Script::default()
-        },
-    ))
-    .unwrap();
+    e.submit(porep("porep-1000-1", &long_job())).unwrap();
     e.submit(porep(
         "queued-behind",
         &Script {
@@ -45,6 +37,11 @@ fn crash_child() {
     wait_state(&e, "porep-1000-1", JobState::Proving);
     std::fs::write(dir.join("child-proving"), b"").unwrap();
     std::thread::sleep(Duration::from_secs(120));
+}
+
+/// The child's job that is killed mid-proof.
+fn long_job() -> Script {
+    Script { prove_ms: 60_000, footprint: 100, ..Script::default() }
 }
 
 /// Runs the child until its job is proving, then SIGKILLs it.
@@ -120,8 +117,9 @@ async fn a_job_interrupted_too_often_fails_with_a_message() {
         .unwrap()
         .iter()
         .any(|id| id == "porep-1000-1"));
-    // A retry with the same id gets the stored failure, not a new run.
-    let again = e.submit(porep("porep-1000-1", &Script::default())).unwrap();
+    // A retry with the same id and content gets the stored failure, not a new run (the
+    // digest survived the kill in the spooled request).
+    let again = e.submit(porep("porep-1000-1", &long_job())).unwrap();
     assert!(again.existing);
     assert_eq!(again.state, JobState::Failed);
 }

@@ -94,6 +94,80 @@ async fn a_known_request_id_never_makes_a_second_job() {
 
 const MAX_ID: usize = cuzk_engine::job::MAX_REQUEST_ID_BYTES;
 
+/// The request id is bound to a digest of its content: the same content attaches, other
+/// content is refused while the job runs (never answered with the other content's proof)
+/// and replaces the job once it has ended (a sector sealed again after a failure). The
+/// binding survives a restart.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_request_id_is_bound_to_its_content() {
+    let dir = tempfile::tempdir().unwrap();
+    let (e, log) = start(config(dir.path()));
+    let sector1 = Script { prove_ms: 300, ..Script::default() };
+    let sector2 = Script { prove_ms: 10, footprint: 7, ..Script::default() };
+    let (r1, r2) = (porep("porep-1000-7", &sector1), porep("porep-1000-7", &sector2));
+    assert_ne!(r1.content_digest(), r2.content_digest());
+    e.submit(r1.clone()).unwrap();
+    // Another priority is still the same request.
+    let mut urgent = r1.clone();
+    urgent.priority = Some(Priority::Critical);
+    assert!(e.submit(urgent).unwrap().existing);
+    let err = e.submit(r2.clone()).unwrap_err();
+    assert!(matches!(err, EngineError::Conflict { .. }), "{err:?}");
+    let msg = err.to_string();
+    assert!(msg.contains("\"porep-1000-7\"") && msg.contains("different content"), "{msg}");
+    let first = done(&e, "porep-1000-7").await;
+    assert_eq!(first.digest.as_deref(), Some(r1.content_digest().as_str()));
+
+    // Ended: the new content replaces it with a job of its own.
+    let again = e.submit(r2.clone()).unwrap();
+    assert!(!again.existing, "{again:?}");
+    let second = done(&e, "porep-1000-7").await;
+    assert_eq!(second.status, JobStatus::Completed);
+    assert_eq!(second.digest.as_deref(), Some(r2.content_digest().as_str()));
+    assert_eq!(log.synthesized.lock().unwrap().len(), 2);
+    assert!(e.submit(r2.clone()).unwrap().existing, "the same content attaches to the new result");
+    assert!(e.drain(Duration::from_secs(5)).threads_stopped);
+
+    // After a restart the stored result is still bound to its content.
+    let (e, log) = start(config(dir.path()));
+    assert!(e.submit(r2.clone()).unwrap().existing);
+    assert_eq!(done(&e, "porep-1000-7").await.digest, second.digest);
+    assert!(!e.submit(r1.clone()).unwrap().existing, "old content again: a new job");
+    assert_eq!(done(&e, "porep-1000-7").await.digest.as_deref(), Some(r1.content_digest().as_str()));
+    assert_eq!(log.synthesized.lock().unwrap().len(), 1);
+}
+
+/// Beyond `max_queued_jobs` or `max_spool_bytes` nothing is accepted, and the error names
+/// the limit; the accepted jobs are untouched and, once they drain, admission resumes.
+#[tokio::test(flavor = "multi_thread")]
+async fn admission_limits_refuse_with_the_limit_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = config(dir.path());
+    c.max_queued_jobs = 3;
+    c.max_spool_bytes = 10_000;
+    c.start_paused = true;
+    let (e, _) = start(c);
+    for i in 0..3 {
+        e.submit(porep(&format!("q{i}"), &quick())).unwrap();
+    }
+    let err = e.submit(porep("q3", &quick())).unwrap_err();
+    assert!(matches!(err, EngineError::ResourceExhausted { limit: "max_queued_jobs", .. }), "{err:?}");
+    assert!(err.to_string().contains("max_queued_jobs = 3"), "{err}");
+    // A known id still attaches at the limit.
+    assert!(e.submit(porep("q1", &quick())).unwrap().existing);
+    assert!(matches!(e.job("q3"), Err(EngineError::NotFound(_))));
+    e.resume();
+    for i in 0..3 {
+        assert_eq!(done(&e, &format!("q{i}")).await.status, JobStatus::Completed);
+    }
+    let mut big = porep("big", &quick());
+    big.vanilla_proofs = vec![vec![0; 10_001]];
+    let err = e.submit(big).unwrap_err();
+    assert!(err.to_string().contains("max_spool_bytes = 10000"), "{err}");
+    e.submit(porep("after", &quick())).unwrap();
+    assert_eq!(done(&e, "after").await.status, JobStatus::Completed);
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn cancel_queued_and_running_jobs_and_memory_comes_back() {
     let dir = tempfile::tempdir().unwrap();
@@ -228,6 +302,41 @@ async fn a_bad_request_fails_alone_with_a_message() {
         .unwrap_err()
         .to_string()
         .contains("proof_kind 7 is unknown"));
+}
+
+/// One synthesis thread and one worker: if a panic killed either, the good jobs behind the
+/// panicking ones would never finish.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_panic_in_any_stage_fails_its_job_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = config(dir.path());
+    c.synthesis_workers = 1;
+    c.gpu_workers_per_device = 1;
+    let (e, log) = start(c);
+    for stage in ["plan", "synthesize", "prove"] {
+        let s = Script { panic_in: Some(stage.into()), footprint: 1000, ..quick() };
+        e.submit(porep(&format!("panics-in-{stage}"), &s)).unwrap();
+    }
+    e.submit(porep("good", &Script { footprint: 1000, ..quick() })).unwrap();
+    for stage in ["plan", "synthesize", "prove"] {
+        let r = done(&e, &format!("panics-in-{stage}")).await;
+        assert_eq!(r.status, JobStatus::Failed, "{r:?}");
+        let msg = r.error.as_deref().unwrap();
+        assert!(
+            msg.contains(&format!("the {stage} stage panicked: scripted panic in {stage}")),
+            "{msg}"
+        );
+        assert!(r.proof.is_empty());
+    }
+    let r = done(&e, "good").await;
+    assert_eq!((r.status, r.proof.as_slice()), (JobStatus::Completed, b"good".as_slice()));
+    // The threads are still there for the next job, and nothing is held.
+    e.submit(porep("after", &quick())).unwrap();
+    assert_eq!(done(&e, "after").await.status, JobStatus::Completed);
+    let st = e.status();
+    assert_eq!((st.completed, st.failed, st.memory.in_use_bytes), (2, 3, 0));
+    assert_eq!(log.held.load(Ordering::SeqCst), 0, "the panicking prove's witness was dropped");
+    assert!(e.drain(Duration::from_secs(5)).threads_stopped);
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -459,10 +568,12 @@ async fn large_payloads_wait_in_the_spool_and_a_lost_one_fails_clearly() {
 async fn per_device_worker_counts_and_memory_in_status() {
     let dir = tempfile::tempdir().unwrap();
     let mem = MemoryStatus { budget_bytes: 80 << 30, in_use_bytes: 1 << 30, high_water_bytes: 2 << 30 };
+    let pinned = MemoryStatus { budget_bytes: 256 << 20, in_use_bytes: 64 << 20, high_water_bytes: 64 << 20 };
     let devices = vec![
         Device::new("gpu0", std::sync::Arc::new(cuzk_groth16::CpuBackend))
             .with_workers(2)
-            .with_memory(std::sync::Arc::new(move || mem)),
+            .with_memory(std::sync::Arc::new(move || mem))
+            .with_gpu(5, std::sync::Arc::new(move || pinned)),
         Device::new("gpu1", std::sync::Arc::new(cuzk_groth16::CpuBackend)).with_workers(0),
         Device::new("gpu2", std::sync::Arc::new(cuzk_groth16::CpuBackend)),
     ];
@@ -473,7 +584,18 @@ async fn per_device_worker_counts_and_memory_in_status() {
     assert_eq!(names, ["gpu0", "gpu0", "gpu2"], "gpu1 has 0 workers, gpu2 the engine default of 1");
     assert_eq!(st.devices.len(), 3);
     assert_eq!(st.devices[0].memory, Some(mem));
-    assert_eq!(st.devices[1].memory, None);
+    assert_eq!((st.devices[0].ordinal, st.devices[0].pinned), (Some(5), Some(pinned)));
+    assert_eq!((st.devices[1].memory, st.devices[1].ordinal, st.devices[1].pinned), (None, None, None));
+    // A job being proved shows on its device.
+    e.submit(porep("long", &Script { prove_ms: 400, ..Script::default() })).unwrap();
+    wait_state(&e, "long", JobState::Proving);
+    let st = e.status();
+    let on: Vec<_> = st.devices.iter().filter(|d| !d.jobs.is_empty()).collect();
+    assert_eq!(on.len(), 1, "{:?}", st.devices);
+    assert_eq!(on[0].jobs, [("long".to_string(), ProofKind::PoRepSealCommit)]);
+    assert_eq!(e.job("long").unwrap().device.as_deref(), Some(on[0].name.as_str()));
+    assert!(e.submit(porep("long", &Script { prove_ms: 400, ..Script::default() })).unwrap().device.is_some());
+    done(&e, "long").await;
     assert!(e.metrics_text().contains("cuzk_device_memory_budget_bytes{device=\"gpu0\"} 85899345920"));
     // Jobs still run on the devices that have workers.
     for i in 0..4 {

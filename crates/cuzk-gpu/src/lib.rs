@@ -28,3 +28,41 @@ pub use error::GpuError;
 pub use kernels::kernels_built;
 pub use msm::{MsmPlan, PointSource};
 pub use pinned::{PinnedBuffer, PinnedCounters, PinnedPool};
+
+/// The one place GPU tests decide between skipping and failing when the backend cannot be
+/// opened. Without `CUZK_REQUIRE_GPU=1` (a machine without a GPU, such as CI) the reason is
+/// printed as `SKIPPED: <what>: <reason>` on stderr, past the harness's capture, and `None`
+/// comes back; with it (the device run script sets it on GPU machines) this panics with the
+/// reason, so a broken fatbin or driver fails the test instead of passing as a skip.
+pub fn backend_or_skip(what: &str, opened: Result<GpuBackend, GpuError>) -> Option<GpuBackend> {
+    let required = std::env::var("CUZK_REQUIRE_GPU").is_ok_and(|v| v == "1");
+    backend_or_skip_if(required, what, opened)
+}
+
+fn backend_or_skip_if(required: bool, what: &str, opened: Result<GpuBackend, GpuError>) -> Option<GpuBackend> {
+    match opened {
+        Ok(b) => Some(b),
+        Err(e) if required => {
+            panic!("{what}: CUZK_REQUIRE_GPU=1 but the GPU backend did not open: {e}")
+        }
+        Err(e) => {
+            use std::io::Write;
+            let _ = writeln!(std::io::stderr(), "SKIPPED: {what}: {e}");
+            None
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_required_gpu_that_does_not_open_fails_and_an_optional_one_skips() {
+        let failed = std::panic::catch_unwind(|| {
+            super::backend_or_skip_if(true, "probe", Err(super::GpuError::NoDriver("libcuda.so.1 not found".into())))
+        });
+        let Err(msg) = failed else { panic!("a required GPU must not skip") };
+        let msg = msg.downcast_ref::<String>().cloned().unwrap_or_default();
+        assert!(msg.contains("CUZK_REQUIRE_GPU=1") && msg.contains("libcuda.so.1"), "{msg}");
+        assert!(super::backend_or_skip_if(false, "probe", Err(super::GpuError::NoKernels)).is_none());
+    }
+}

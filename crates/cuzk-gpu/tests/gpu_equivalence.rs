@@ -1,6 +1,7 @@
 //! The GPU backend against the CPU backend (the reference) on fresh random inputs: every
 //! result must be exactly equal. Without a GPU (or driver, or kernels) each test prints
-//! `SKIPPED: ...` and passes; with one, a wrong result fails.
+//! `SKIPPED: ...` and passes (with `CUZK_REQUIRE_GPU=1`, set by device-run.sh, it fails);
+//! with one, a wrong result fails.
 //!
 //! Inputs are fresh each run; set CUZK_TEST_SEED to replay one.
 

@@ -156,12 +156,8 @@ fn assert_baseline(gpu: &GpuBackend, what: &str) {
 
 #[test]
 fn hundred_proofs_with_failures_leave_no_memory_behind() {
-    let gpu = match GpuBackend::new() {
-        Ok(g) => g,
-        Err(e) => {
-            say(&format!("SKIPPED: GPU memory test (100 proofs): {e}"));
-            return;
-        }
+    let Some(gpu) = cuzk_gpu::backend_or_skip("GPU memory test (100 proofs)", GpuBackend::new()) else {
+        return;
     };
     let dir = std::env::temp_dir().join(format!("cuzk-gpu-mem-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();

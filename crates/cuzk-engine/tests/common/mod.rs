@@ -22,6 +22,14 @@ pub struct Script {
     pub plan_fail: Option<String>,
     /// Fail at prove with this message.
     pub prove_fail: Option<String>,
+    /// Panic in this stage ("plan", "synthesize" or "prove"), as a library bug would.
+    pub panic_in: Option<String>,
+}
+
+fn maybe_panic(s: &Script, stage: &str) {
+    if s.panic_in.as_deref() == Some(stage) {
+        panic!("scripted panic in {stage}");
+    }
 }
 
 #[derive(Default)]
@@ -68,6 +76,7 @@ fn work_for(ms: u64, cancel: &CancelToken) -> Result<(), RunError> {
 impl ProofRunner for ScriptedRunner {
     fn plan(&self, request: &JobRequest) -> Result<JobPlan, RunError> {
         let s = script(request)?;
+        maybe_panic(&s, "plan");
         if let Some(m) = s.plan_fail {
             return Err(RunError::BadRequest(m));
         }
@@ -84,6 +93,7 @@ impl ProofRunner for ScriptedRunner {
         cancel: &CancelToken,
     ) -> Result<Synthesized, RunError> {
         let s = script(request)?;
+        maybe_panic(&s, "synthesize");
         let now = self.0.held.fetch_add(1, Ordering::SeqCst) + 1;
         self.0.max_held.fetch_max(now, Ordering::SeqCst);
         let work = Work {
@@ -106,6 +116,8 @@ impl ProofRunner for ScriptedRunner {
             .downcast::<Work>()
             .map_err(|_| RunError::Prove("wrong work".into()))?;
         self.0.proved.lock().unwrap().push(work.id.clone());
+        // After the witness is taken: a panic here must still drop (release) it.
+        maybe_panic(&work.script, "prove");
         if let Err(e) = work_for(work.script.prove_ms, ctx.cancel) {
             self.0.cancelled_in_prove.fetch_add(1, Ordering::SeqCst);
             return Err(e);

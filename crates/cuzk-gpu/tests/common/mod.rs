@@ -27,9 +27,9 @@ pub fn gpu() -> Option<(&'static GpuBackend, MutexGuard<'static, ()>)> {
 }
 
 fn backend() -> Option<&'static GpuBackend> {
-    static GPU: OnceLock<Result<GpuBackend, String>> = OnceLock::new();
-    let b = GPU.get_or_init(|| {
-        GpuBackend::new().map_err(|e| e.to_string()).inspect(|b| {
+    static GPU: OnceLock<Option<GpuBackend>> = OnceLock::new();
+    GPU.get_or_init(|| {
+        cuzk_gpu::backend_or_skip("GPU test", GpuBackend::new()).inspect(|b| {
             let d = b.device();
             say(&format!(
                 "GPU {}: {} ({} SMs, {:.1} GiB, sm_{}{}), arena budget {:.1} GiB",
@@ -42,14 +42,8 @@ fn backend() -> Option<&'static GpuBackend> {
                 b.arena_counters().budget as f64 / (1u64 << 30) as f64
             ))
         })
-    });
-    match b {
-        Ok(b) => Some(b),
-        Err(e) => {
-            say(&format!("SKIPPED: {e}"));
-            None
-        }
-    }
+    })
+    .as_ref()
 }
 
 pub fn rng(seed: u64) -> ChaCha20Rng {
