@@ -29,6 +29,18 @@ let
 
   # The one writable place under the unit's ProtectSystem=strict (StateDirectory=cuzk).
   stateDir = "/var/lib/cuzk";
+  # The TCP listener's certificate, key, CA and token reach the daemon as systemd credentials
+  # (LoadCredential=, read by systemd as root): the originals may be root's alone, and
+  # ProtectHome= or PrivateTmp= do not hide them. cuzkd reads them here, once, at start.
+  credentialDir = "/run/credentials/cuzk.service";
+  tcpFiles = lib.filterAttrs (_: f: f.path != null) {
+    tls_cert = { path = cfg.tcp.tls.certFile; option = "tcp.tls.certFile"; credential = "tcp-tls-cert"; };
+    tls_key = { path = cfg.tcp.tls.keyFile; option = "tcp.tls.keyFile"; credential = "tcp-tls-key"; secret = true; };
+    tls_client_ca = { path = cfg.tcp.tls.clientCaFile; option = "tcp.tls.clientCaFile"; credential = "tcp-tls-client-ca"; };
+    token_file = { path = cfg.tcp.tokenFile; option = "tcp.tokenFile"; credential = "tcp-token"; secret = true; };
+  };
+  tcpAuthenticated = cfg.tcp.tokenFile != null || cfg.tcp.tls.clientCaFile != null;
+  tcpAuthSet = tcpFiles != { } || cfg.tcp.insecure;
   defaultParamDir = "/var/tmp/filecoin-proof-parameters";
 
   gpuType = types.submodule {
@@ -72,6 +84,11 @@ let
     daemon = {
       listen = "unix://${cfg.socket.path}";
       state_dir = stateDir;
+    }
+    // optionalAttrs tcpAuthSet {
+      tcp =
+        lib.mapAttrs (_: f: "${credentialDir}/${f.credential}") tcpFiles
+        // optionalAttrs cfg.tcp.insecure { insecure = true; };
     };
     srs.param_cache = cfg.paramDir;
   }
@@ -110,6 +127,11 @@ let
       path = [ "engine" "host_memory_budget_bytes" ];
       option = "services.cuzk.hostMemoryBudget";
       onlyIf = cfg.hostMemoryBudget != null;
+    }
+    {
+      path = [ "daemon" "tcp" ];
+      option = "services.cuzk.tcp.tokenFile, tcp.tls and tcp.insecure";
+      onlyIf = tcpAuthSet;
     }
     {
       path = [ "gpus" "pinned_memory_budget_bytes" ];
@@ -222,8 +244,9 @@ in
 
     tcp = {
       enable = mkEnableOption ''
-        a TCP listener besides the unix socket (another ListenStream= of cuzk.socket). The
-        gRPC API has no authentication: listen only on a network you trust'';
+        a TCP listener besides the unix socket (another ListenStream= of cuzk.socket). It needs
+        client authentication, `tcp.tokenFile` or `tcp.tls` with `clientCaFile`, or else
+        `tcp.insecure`; the unix socket stays governed by its mode and `socket.group`'';
       address = mkOption {
         type = types.str;
         default = "0.0.0.0";
@@ -234,6 +257,52 @@ in
         type = types.port;
         default = 9820;
         description = "TCP port to listen on.";
+      };
+      tokenFile = mkOption {
+        type = types.nullOr types.str;
+        default = null;
+        example = "/run/keys/cuzk-token";
+        description = ''
+          File holding the bearer token every call over TCP must carry
+          (`authorization: Bearer <token>`; cuzk-bench reads it from `CUZK_TOKEN_FILE`), one
+          word, e.g. from `openssl rand -hex 32`. A path as a string, so that the secret never
+          enters the Nix store; it may be readable by root alone (systemd passes it as a
+          credential). `[daemon.tcp] token_file`.
+        '';
+      };
+      tls = {
+        certFile = mkOption {
+          type = types.nullOr types.str;
+          default = null;
+          example = "/var/lib/acme/prover.example/cert.pem";
+          description = "PEM certificate chain the TCP listener presents (TLS; `[daemon.tcp] tls_cert`).";
+        };
+        keyFile = mkOption {
+          type = types.nullOr types.str;
+          default = null;
+          example = "/var/lib/acme/prover.example/key.pem";
+          description = ''
+            PEM private key of `certFile`, a path as a string (kept out of the Nix store); it may
+            be readable by root alone. `[daemon.tcp] tls_key`.
+          '';
+        };
+        clientCaFile = mkOption {
+          type = types.nullOr types.str;
+          default = null;
+          example = "/etc/cuzk/clients-ca.pem";
+          description = ''
+            PEM CA certificate: every TCP client must present a certificate it signed
+            (`[daemon.tcp] tls_client_ca`). Needs `certFile` and `keyFile`.
+          '';
+        };
+      };
+      insecure = mkOption {
+        type = types.bool;
+        default = false;
+        description = ''
+          Serve TCP without client authentication: anyone who can reach the port may submit
+          proofs (`[daemon.tcp] insecure`; cuzkd logs a warning). For a network you trust.
+        '';
       };
     };
 
@@ -306,6 +375,35 @@ in
           message = "services.cuzk.openFirewall opens the TCP port, but services.cuzk.tcp.enable is false: enable the listener or drop openFirewall.";
         }
         {
+          # (settings.daemon.tcp written by hand is left to the daemon's own check at start.)
+          assertion = cfg.tcp.enable -> tcpAuthenticated || cfg.tcp.insecure || settingAt [ "daemon" "tcp" ] != null;
+          message = "services.cuzk.tcp.enable without client authentication: set services.cuzk.tcp.tokenFile or services.cuzk.tcp.tls (certFile, keyFile, clientCaFile), or services.cuzk.tcp.insecure = true on a network you trust.";
+        }
+        {
+          assertion = !(cfg.tcp.insecure && tcpAuthenticated);
+          message = "services.cuzk.tcp.insecure = true contradicts services.cuzk.tcp.tokenFile or tcp.tls.clientCaFile, which authenticate every client: remove one.";
+        }
+        {
+          assertion = (cfg.tcp.tls.certFile == null) == (cfg.tcp.tls.keyFile == null);
+          message = "services.cuzk.tcp.tls.certFile and tcp.tls.keyFile go together: set both or neither.";
+        }
+        {
+          assertion = cfg.tcp.tls.clientCaFile != null -> cfg.tcp.tls.certFile != null;
+          message = "services.cuzk.tcp.tls.clientCaFile needs tcp.tls.certFile and tcp.tls.keyFile: client certificates are checked in the TLS handshake.";
+        }
+      ]
+      ++ lib.concatMap (f: [
+        {
+          assertion = lib.hasPrefix "/" f.path;
+          message = "services.cuzk.${f.option} must be an absolute path, not ${f.path}.";
+        }
+        {
+          assertion = !(f.secret or false && lib.hasPrefix "${builtins.storeDir}/" f.path);
+          message = "services.cuzk.${f.option} = ${f.path} is in the Nix store, which everyone can read: keep the secret outside it (a path as a string).";
+        }
+      ]) (lib.attrValues tcpFiles)
+      ++ [
+        {
           assertion = cfg.socket.group == "cuzk" || config.users.groups ? ${cfg.socket.group};
           message = "services.cuzk.socket.group = \"${cfg.socket.group}\" is not a group of this system (users.groups).";
         }
@@ -344,11 +442,15 @@ in
 
     systemd.services.cuzk = {
       restartTriggers = [ configFile ];
-      serviceConfig = optionalAttrs (cfg.paramDir != defaultParamDir) {
-        # The shipped unit binds the default directory through PrivateTmp=; bind this one
-        # too, so a directory under /var/tmp stays visible ("-": skipped when missing).
-        BindReadOnlyPaths = [ "-${cfg.paramDir}" ];
-      };
+      serviceConfig =
+        optionalAttrs (cfg.paramDir != defaultParamDir) {
+          # The shipped unit binds the default directory through PrivateTmp=; bind this one
+          # too, so a directory under /var/tmp stays visible ("-": skipped when missing).
+          BindReadOnlyPaths = [ "-${cfg.paramDir}" ];
+        }
+        // optionalAttrs (tcpFiles != { }) {
+          LoadCredential = lib.mapAttrsToList (_: f: "${f.credential}:${f.path}") tcpFiles;
+        };
     };
 
     boot.kernelModules = mkIf (cfg.gpus != [ ]) [ "nvidia_uvm" ];

@@ -53,14 +53,26 @@ check(t["config"]["engine"] == {"host_memory_budget_bytes": 384 * gib}
 check(t["socket"]["socketConfig"]["ListenStream"][-1] == "10.0.0.5:9820" and t["firewall"] == [9820], "TCP listener and firewall")
 check(t["service"]["serviceConfig"]["BindReadOnlyPaths"] == ["-/data/filecoin-proof-parameters"], "paramDir bound")
 check(t["kernelModules"] == ["nvidia_uvm"], "nvidia_uvm loaded at boot")
+cred = "/run/credentials/cuzk.service/"
+check(t["config"]["daemon"]["tcp"] == {"token_file": cred + "tcp-token", "tls_cert": cred + "tcp-tls-cert",
+                                       "tls_key": cred + "tcp-tls-key", "tls_client_ca": cred + "tcp-tls-client-ca"}
+      and t["config"]["daemon"]["listen"] == "unix:///run/cuzk/cuzk.sock", f"[daemon.tcp] from credentials: {t['config']['daemon']}")
+check(sorted(t["service"]["serviceConfig"]["LoadCredential"]) == [
+    "tcp-tls-cert:/var/lib/acme/prover/cert.pem", "tcp-tls-client-ca:/etc/cuzk/clients-ca.pem",
+    "tcp-tls-key:/var/lib/acme/prover/key.pem", "tcp-token:/run/keys/cuzk-token"], "credentials loaded")
+o = d["openTcp"]["failed"]
+check(len(o) == 1 and "tcp.enable without client authentication" in o[0], f"TCP without authentication refused: {o}")
+i = d["insecureTcp"]
+check(i["failed"] == [] and i["config"]["daemon"]["tcp"] == {"insecure": True}, f"insecure TCP: {i}")
 check(d["plainOrdinals"]["config"]["gpus"]["devices"] == [0, 1], "GPUs without budgets stay plain ordinals")
 failed = d["contradictions"]["failed"]
 for needle in ["settings.srs.param_cache", "settings.gpus.devices", "more than once", '"cpu"',
                "exceeds services.cuzk.hostMemoryBudget", "state_dir cannot be moved", "hidden from the service",
-               "tcp.enable is false", "nosuchgroup"]:
+               "tcp.enable is false", "nosuchgroup", "settings.daemon.tcp is set", "insecure = true contradicts",
+               "clientCaFile needs", "clientCaFile must be an absolute path", "in the Nix store"]:
     check(any(needle in f for f in failed), f"an assertion names {needle!r}: {failed}")
-check(len(failed) == 9, f"exactly the 9 contradictions fail: {failed}")
-print("ok   - module: generated config, socket drop-in, CUDA override, 9 contradictions refused")
+check(len(failed) == 14, f"exactly the 14 contradictions fail: {failed}")
+print("ok   - module: generated config, socket drop-in, CUDA override, TCP credentials, 14 contradictions refused")
 PY
   else
     failed=$((failed + 1)); echo "FAIL - module evaluation"; echo "$json" | tail -20 | sed 's/^/       | /'

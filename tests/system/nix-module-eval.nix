@@ -112,6 +112,12 @@ in
     paramDir = "/data/filecoin-proof-parameters";
     tcp.enable = true;
     tcp.address = "10.0.0.5";
+    tcp.tokenFile = "/run/keys/cuzk-token";
+    tcp.tls = {
+      certFile = "/var/lib/acme/prover/cert.pem";
+      keyFile = "/var/lib/acme/prover/key.pem";
+      clientCaFile = "/etc/cuzk/clients-ca.pem";
+    };
     openFirewall = true;
     settings.gpus.backend = "gpu";
   };
@@ -122,6 +128,17 @@ in
       { ordinal = 0; }
       { ordinal = 1; }
     ];
+  };
+
+  # A TCP listener nobody authenticates: refused, unless insecure says so.
+  openTcp = evalWith {
+    enable = true;
+    tcp.enable = true;
+  };
+  insecureTcp = evalWith {
+    enable = true;
+    tcp.enable = true;
+    tcp.insecure = true;
   };
 
   contradictions = evalWith {
@@ -135,7 +152,11 @@ in
     paramDir = "/home/alice/params";
     openFirewall = true;
     socket.group = "nosuchgroup";
+    tcp.tls.clientCaFile = "clients-ca.pem";
+    tcp.tokenFile = "/nix/store/0000-cuzk-token";
+    tcp.insecure = true;
     settings = {
+      daemon.tcp.insecure = false;
       gpus.backend = "cpu";
       gpus.devices = [ 3 ];
       srs.param_cache = "/elsewhere";

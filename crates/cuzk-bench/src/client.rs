@@ -8,16 +8,21 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use cuzk_proto::v1::{await_proof_response::Status, *};
-use cuzk_proto::{connect, Address, ProvingEngineClient, DEFAULT_MAX_MESSAGE_BYTES};
-use tonic::transport::Channel;
+use cuzk_proto::{connect_with, Address, AuthChannel, ClientAuth, ProvingEngineClient, DEFAULT_MAX_MESSAGE_BYTES};
 
-type Client = ProvingEngineClient<Channel>;
+type Client = ProvingEngineClient<AuthChannel>;
 
-pub async fn client(addr: &str) -> Result<Client> {
-    let a: Address = addr.parse()?;
-    connect(&a, DEFAULT_MAX_MESSAGE_BYTES)
+/// Where cuzkd listens and what its TCP listener wants to see (`[daemon.tcp]`).
+pub struct Daemon {
+    pub addr: String,
+    pub auth: ClientAuth,
+}
+
+pub async fn client(daemon: &Daemon) -> Result<Client> {
+    let a: Address = daemon.addr.parse()?;
+    connect_with(&a, DEFAULT_MAX_MESSAGE_BYTES, &daemon.auth)
         .await
-        .with_context(|| format!("connecting to cuzkd at {a} (is it running? see -a/--addr)"))
+        .with_context(|| format!("connecting to cuzkd at {a} (is it running? see -a/--addr, and --token-file, --tls-* for TCP)"))
 }
 
 /// What a PoRep request carries besides its C1 file.
@@ -64,8 +69,8 @@ fn read_c1(path: &Path) -> Result<Vec<u8>> {
     std::fs::read(path).with_context(|| format!("reading {}", path.display()))
 }
 
-pub async fn single(addr: &str, target: &PoRepTarget, request_id: Option<String>, out: Option<&Path>) -> Result<()> {
-    let mut c = client(addr).await?;
+pub async fn single(daemon: &Daemon, target: &PoRepTarget, request_id: Option<String>, out: Option<&Path>) -> Result<()> {
+    let mut c = client(daemon).await?;
     let id = request_id.unwrap_or_else(|| format!("bench-{}-single", std::process::id()));
     let start = Instant::now();
     let r = c
@@ -103,7 +108,7 @@ struct Outcome {
 
 /// `count` proofs of the same C1, `concurrency` in flight at once, each its own job.
 pub async fn batch(
-    addr: &str,
+    daemon: &Daemon,
     kind: &str,
     target: &PoRepTarget,
     count: usize,
@@ -114,7 +119,7 @@ pub async fn batch(
     if count == 0 || concurrency == 0 {
         bail!("-c and -j must be at least 1");
     }
-    let c = client(addr).await?;
+    let c = client(daemon).await?;
     let payload = Arc::new(read_c1(&target.c1)?);
     if let Some(d) = out_dir {
         std::fs::create_dir_all(d).with_context(|| format!("creating {}", d.display()))?;
@@ -212,15 +217,31 @@ fn epoch_seconds() -> u64 {
         .unwrap_or(0)
 }
 
-pub async fn status(addr: &str) -> Result<()> {
-    let s = client(addr).await?.get_status(GetStatusRequest {}).await?.into_inner();
+pub async fn status(daemon: &Daemon) -> Result<()> {
+    let s = client(daemon).await?.get_status(GetStatusRequest {}).await?.into_inner();
     println!("uptime {} s; completed {}, failed {}", s.uptime_seconds, s.total_proofs_completed, s.total_proofs_failed);
     for q in &s.queues {
         println!("  queue {:<13} pending {:>3}  in progress {:>3}", q.proof_kind, q.pending, q.in_progress);
     }
+    if s.gpus.is_empty() {
+        println!("  no GPU: proving on the CPU");
+    }
     for g in &s.gpus {
         let job = if g.current_job_id.is_empty() { "idle".to_string() } else { format!("{} ({})", g.current_job_id, g.current_proof_kind) };
-        println!("  worker {} {}: {job}", g.ordinal, g.name);
+        println!(
+            "  gpu {} {}: VRAM budget {:.1} GB, {:.1} GB free; {job}",
+            g.ordinal,
+            g.name,
+            g.vram_total_bytes as f64 / 1e9,
+            g.vram_free_bytes as f64 / 1e9
+        );
+    }
+    if s.pinned_memory_limit_bytes > 0 {
+        println!(
+            "  pinned host memory {:.2} of {:.2} GB",
+            s.pinned_memory_bytes as f64 / 1e9,
+            s.pinned_memory_limit_bytes as f64 / 1e9
+        );
     }
     for r in &s.loaded_srs {
         println!("  srs {} {:.2} GB, {} job(s)", r.circuit_id, r.size_bytes as f64 / 1e9, r.ref_count);
@@ -228,14 +249,14 @@ pub async fn status(addr: &str) -> Result<()> {
     Ok(())
 }
 
-pub async fn cancel(addr: &str, job_id: &str) -> Result<()> {
-    let r = client(addr).await?.cancel_proof(CancelProofRequest { job_id: job_id.into() }).await?.into_inner();
+pub async fn cancel(daemon: &Daemon, job_id: &str) -> Result<()> {
+    let r = client(daemon).await?.cancel_proof(CancelProofRequest { job_id: job_id.into() }).await?.into_inner();
     println!("{job_id}: cancelled ({})", if r.was_running { "was running; stops at its next stage" } else { "was not running" });
     Ok(())
 }
 
-pub async fn preload(addr: &str, circuit_id: &str) -> Result<()> {
-    let r = client(addr).await?.preload_srs(PreloadSrsRequest { circuit_id: circuit_id.into() }).await?.into_inner();
+pub async fn preload(daemon: &Daemon, circuit_id: &str) -> Result<()> {
+    let r = client(daemon).await?.preload_srs(PreloadSrsRequest { circuit_id: circuit_id.into() }).await?.into_inner();
     if r.already_loaded {
         println!("{circuit_id}: already resident");
     } else {
@@ -244,8 +265,8 @@ pub async fn preload(addr: &str, circuit_id: &str) -> Result<()> {
     Ok(())
 }
 
-pub async fn metrics(addr: &str) -> Result<()> {
-    let r = client(addr).await?.get_metrics(GetMetricsRequest {}).await?.into_inner();
+pub async fn metrics(daemon: &Daemon) -> Result<()> {
+    let r = client(daemon).await?.get_metrics(GetMetricsRequest {}).await?.into_inner();
     print!("{}", r.prometheus_text);
     Ok(())
 }

@@ -143,6 +143,30 @@ struct DaemonArgs {
     /// cuzkd's address: unix:///path or host:port.
     #[arg(short = 'a', long = "addr", default_value = "unix:///run/cuzk/cuzk.sock")]
     addr: String,
+    /// Bearer token file, for a TCP listener that requires one ([daemon.tcp] token_file).
+    #[arg(long, env = "CUZK_TOKEN_FILE")]
+    token_file: Option<PathBuf>,
+    /// CA certificate (PEM) that signed the daemon's TLS certificate: connect with TLS.
+    #[arg(long, env = "CUZK_TLS_CA")]
+    tls_ca: Option<PathBuf>,
+    /// Client certificate (PEM), for a daemon that requires one ([daemon.tcp] tls_client_ca).
+    #[arg(long, env = "CUZK_TLS_CERT", requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+    /// The client certificate's private key (PEM).
+    #[arg(long, env = "CUZK_TLS_KEY", requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
+}
+
+impl DaemonArgs {
+    fn daemon(&self) -> client::Daemon {
+        let auth = cuzk_proto::ClientAuth {
+            token_file: self.token_file.clone(),
+            tls_ca: self.tls_ca.clone(),
+            tls_cert: self.tls_cert.clone(),
+            tls_key: self.tls_key.clone(),
+        };
+        client::Daemon { addr: self.addr.clone(), auth }
+    }
 }
 
 #[derive(clap::Args)]
@@ -328,18 +352,18 @@ fn run(cli: Cli) -> Result<()> {
         }
         Cmd::Single { daemon, kind, porep, request_id, out } => {
             client::check_kind(&kind.kind)?;
-            block_on(client::single(&daemon.addr, &porep.target(), request_id, out.as_deref()))?
+            block_on(client::single(&daemon.daemon(), &porep.target(), request_id, out.as_deref()))?
         }
         Cmd::Batch { daemon, kind, porep, count, concurrency, out_dir } => {
-            let all_ok = block_on(client::batch(&daemon.addr, &kind.kind, &porep.target(), count, concurrency, out_dir.as_deref()))?;
+            let all_ok = block_on(client::batch(&daemon.daemon(), &kind.kind, &porep.target(), count, concurrency, out_dir.as_deref()))?;
             if !all_ok {
                 bail!("some proofs failed");
             }
         }
-        Cmd::Status { daemon } => block_on(client::status(&daemon.addr))?,
-        Cmd::Cancel { daemon, job_id } => block_on(client::cancel(&daemon.addr, &job_id))?,
-        Cmd::Preload { daemon, circuit_id } => block_on(client::preload(&daemon.addr, &circuit_id))?,
-        Cmd::Metrics { daemon } => block_on(client::metrics(&daemon.addr))?,
+        Cmd::Status { daemon } => block_on(client::status(&daemon.daemon()))?,
+        Cmd::Cancel { daemon, job_id } => block_on(client::cancel(&daemon.daemon(), &job_id))?,
+        Cmd::Preload { daemon, circuit_id } => block_on(client::preload(&daemon.daemon(), &circuit_id))?,
+        Cmd::Metrics { daemon } => block_on(client::metrics(&daemon.daemon()))?,
         Cmd::GpuBench(args) => gpu_bench::run(&args)?,
         Cmd::BenchC2 {
             fixture_dir,

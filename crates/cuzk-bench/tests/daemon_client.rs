@@ -1,6 +1,7 @@
 //! cuzk-bench as a client of a real cuzkd (run in-process on a unix socket, CPU backend):
 //! `batch -t porep -c 3 -j 1` prints the operators' report and all three proofs verify;
-//! `status`, `metrics`, `preload` and `cancel` talk to the daemon and fail clearly.
+//! `status`, `metrics`, `preload` and `cancel` talk to the daemon and fail clearly; `status`
+//! carries the bearer token a TCP listener wants.
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -68,6 +69,7 @@ fn batch_status_metrics_preload_cancel_against_a_running_daemon() {
 
     let (stdout, _) = text(&bench(&["status", "-a", &addr]));
     assert!(stdout.contains("completed 3, failed 0"), "{stdout}");
+    assert!(stdout.contains("no GPU: proving on the CPU"), "{stdout}");
     assert!(stdout.contains("porep-2k"), "resident parameters not listed:\n{stdout}");
     let (stdout, _) = text(&bench(&["metrics", "-a", &addr]));
     assert!(stdout.contains("cuzk"), "{stdout}");
@@ -84,4 +86,53 @@ fn batch_status_metrics_preload_cancel_against_a_running_daemon() {
 
     stop.send(()).unwrap();
     daemon.join().unwrap().expect("cuzkd drained and stopped cleanly");
+}
+
+/// `status` against a TCP listener that wants a bearer token (`[daemon.tcp] token_file`):
+/// refused without it, answered with it from `CUZK_TOKEN_FILE` or `--token-file`.
+#[test]
+fn status_over_tcp_carries_the_token() {
+    use std::os::unix::fs::PermissionsExt;
+    let f = ensure_fixture(&default_fixture_dir(2048), 2048).expect("2 KiB fixture");
+    let dir = std::env::temp_dir().join(format!("cuzk-bench-tcp-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let token = dir.join("token");
+    std::fs::write(&token, "9a7e5c3b1d\n").unwrap();
+    std::fs::set_permissions(&token, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let addr = format!("127.0.0.1:{}", std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port());
+    let mut cfg = Config::default();
+    cfg.daemon.listen = addr.clone();
+    cfg.daemon.tcp.token_file = Some(token.clone());
+    cfg.daemon.state_dir = dir.join("state");
+    cfg.srs.param_cache = f.param_dir();
+    cfg.srs.parent_cache = Some(f.parent_dir());
+    cfg.gpus.backend = BackendChoice::Cpu;
+
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let daemon = std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+        rt.block_on(cuzkd::run(cfg, async {
+            let _ = stopped.await;
+        }))
+    });
+    let end = Instant::now() + Duration::from_secs(20);
+    while std::net::TcpStream::connect(&addr).is_err() && Instant::now() < end {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+
+    let o = bench(&["status", "-a", &addr]);
+    assert!(!o.status.success() && text(&o).1.contains("Bearer"), "{:?}", text(&o));
+    let o = Command::new(env!("CARGO_BIN_EXE_cuzk-bench"))
+        .args(["status", "-a", &addr])
+        .env("CUZK_TOKEN_FILE", &token)
+        .output()
+        .unwrap();
+    assert!(o.status.success() && text(&o).0.contains("uptime"), "{:?}", text(&o));
+    let o = bench(&["status", "-a", &addr, "--token-file", token.to_str().unwrap()]);
+    assert!(o.status.success() && text(&o).0.contains("uptime"), "{:?}", text(&o));
+
+    stop.send(()).unwrap();
+    daemon.join().unwrap().expect("cuzkd stopped cleanly");
+    let _ = std::fs::remove_dir_all(&dir);
 }

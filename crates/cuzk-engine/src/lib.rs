@@ -51,9 +51,21 @@
 //!   renamed into the spool; a job that was running when the process died runs again at the
 //!   next start, or fails with a message once interrupted `max_attempts` times. A result is
 //!   written before the request is removed.
-//! - One request id, one job: a known id attaches to its job or stored result.
+//! - One request id, one job, one content: an id is bound to a digest of its request
+//!   ([`JobRequest::content_digest`], stored with the request and the result, so it survives
+//!   restarts). The same id with the same content attaches to its job or stored result; with
+//!   other content it is refused ([`EngineError::Conflict`]) while the job has not ended, and
+//!   replaces the job once it has (a sector sealed again after a failure reuses Curio's id
+//!   `porep-<miner>-<sector>`; refusing it until the old result expired would fail all ten
+//!   of Curio's retries, answering it with the old result would return a proof that does not
+//!   verify for the new sector). No caller ever gets the proof of other content.
+//!   Checked by: `scheduling.rs`, `a_request_id_is_bound_to_its_content`.
+//! - Admission is bounded: queued jobs (`max_queued_jobs`) and spooled input bytes
+//!   (`max_spool_bytes`); past a limit `submit` refuses with [`EngineError::ResourceExhausted`]
+//!   naming it, and nothing is half-accepted.
 //! - Large payloads wait in the spool, not in memory; only jobs being planned or
-//!   synthesized hold theirs.
+//!   synthesized hold theirs. Recovery reads only the records' headers (id, order,
+//!   priority, kind, digest, size), never the payloads.
 //! - Priority is strict: a queued job never starts before a queued job of higher priority,
 //!   nor before an earlier one of the same priority (also across restarts: the spool keeps
 //!   the acceptance order). A job that does not fit the memory budget waits at the head.

@@ -4,6 +4,8 @@
 //! - [`params`]: parameter files by Filecoin's naming, and filecoin-proofs' directories;
 //! - [`porep`]: PoRep C2 (every registered seal proof, 2 KiB to 64 GiB; interactive,
 //!   synthetic and non-interactive), verified with filecoin-proofs before it is returned;
+//! - [`vanilla_shape`]: the shape a C1 output's vanilla proofs must have for their proof type,
+//!   checked by [`PoRepJob::new`] before any circuit is built;
 //! - [`fixture`]: test parameters and a sealed small sector, cached.
 //!
 //! Architecture invariant: circuits, public inputs, verification and the proof byte format
@@ -13,6 +15,7 @@ pub mod c1;
 pub mod fixture;
 pub mod params;
 pub mod porep;
+pub mod vanilla_shape;
 
 pub use c1::{parse_c1, C1Error, C1Input};
 pub use porep::{prove_porep_c2, prove_porep_c2_with, prover_id_from_miner, Blinding, PoRepJob, verify_porep_c2, PoRepError, PoRepTimings, SectorIdentity};

@@ -22,6 +22,7 @@ use storage_proofs_core::sector::SectorId;
 use storage_proofs_porep::stacked::{self, StackedCompound, StackedDrg};
 
 use crate::c1::C1Input;
+use crate::vanilla_shape::{check_vanilla_shape, hex_le, is_field_element, ExpectedShape, VanillaShapeError};
 
 #[derive(Debug, thiserror::Error)]
 pub enum PoRepError {
@@ -188,7 +189,10 @@ impl std::fmt::Debug for PoRepJob {
 }
 
 impl PoRepJob {
-    /// Checks the C1 output and prepares its partition circuits' inputs.
+    /// Checks the C1 output, its vanilla proofs' shape included (see
+    /// [`crate::vanilla_shape`]: a malformed one is refused here, in milliseconds, as
+    /// [`PoRepError::BadInput`], never left to panic in synthesis), and prepares its partition
+    /// circuits' inputs.
     pub fn new(c1: &C1Input) -> Result<PoRepJob, PoRepError> {
         let size = u64::from(c1.registered_proof().sector_size());
         let shape = with_shape!(size, shape_job, &c1.output)?;
@@ -258,6 +262,7 @@ fn shape_job<Tree: 'static + MerkleTreeTrait>(
     c1: &SealCommitPhase1Output,
 ) -> Result<Box<dyn ShapeJob>, PoRepError> {
     let bad = |e: anyhow::Error| PoRepError::BadInput(format!("{e:#}"));
+    let bad_shape = |e: VanillaShapeError| PoRepError::BadInput(e.to_string());
     let proof_type: RegisteredSealProof = c1.registered_proof;
     let config: PoRepConfig = proof_type.as_v1_config();
     if c1.comm_d == [0; 32] || c1.comm_r == [0; 32] {
@@ -266,17 +271,13 @@ fn shape_job<Tree: 'static + MerkleTreeTrait>(
     if c1.seed == [0; 32] {
         return Err(PoRepError::BadInput("all-zero PoRep challenge seed".into()));
     }
-    let vanilla: Vec<Vec<stacked::Proof<Tree, DefaultPieceHasher>>> =
-        c1.vanilla_proofs.clone().try_into().map_err(bad)?;
-    if vanilla.is_empty() || vanilla.iter().any(|p| p.is_empty()) {
-        return Err(PoRepError::BadInput("no vanilla proofs".into()));
-    }
-    if vanilla.len() != usize::from(config.partitions) {
-        return Err(PoRepError::BadInput(format!(
-            "{} partitions of vanilla proofs, {proof_type:?} has {}",
-            vanilla.len(),
-            usize::from(config.partitions)
-        )));
+    // storage-proofs converts these to Fr with a panic on a value that is not a field element
+    // (comm_r is checked by `as_safe_commitment` below; comm_d's domain is not).
+    let replica_bytes = c1.replica_id.into_bytes();
+    for (field, bytes) in [("replica_id", &replica_bytes[..]), ("comm_d", &c1.comm_d[..])] {
+        if !is_field_element(bytes) {
+            return Err(bad_shape(VanillaShapeError::NotAScalar { field, found: hex_le(bytes) }));
+        }
     }
     let replica_fr: Fr = c1.replica_id.into();
     let public_inputs = stacked::PublicInputs {
@@ -295,11 +296,18 @@ fn shape_job<Tree: 'static + MerkleTreeTrait>(
     };
     let public_params =
         <Compound<Tree> as CompoundProof<Drg<Tree>, _>>::setup(&setup).map_err(bad)?;
+    let vanilla_params = public_params.vanilla_params;
+
+    let vanilla: Vec<Vec<stacked::Proof<Tree, DefaultPieceHasher>>> =
+        c1.vanilla_proofs.clone().try_into().map_err(bad)?;
+    // Before any circuit is built: storage-proofs asserts on the shape during synthesis.
+    let expected = ExpectedShape::new(proof_type, &config, &vanilla_params).map_err(bad_shape)?;
+    check_vanilla_shape(&expected, &vanilla_params, &public_inputs, &vanilla).map_err(bad_shape)?;
     Ok(Box::new(Shaped {
         config,
         vanilla,
         public_inputs,
-        vanilla_params: public_params.vanilla_params,
+        vanilla_params,
     }))
 }
 

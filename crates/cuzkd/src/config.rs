@@ -33,6 +33,11 @@ pub struct DaemonConfig {
     pub max_message_bytes: usize,
     /// On SIGTERM, how long running work may take to finish before it is left in the spool.
     pub drain_timeout_secs: u64,
+    /// HTTP/2 streams (calls in flight) one client connection may have open at once; a
+    /// client past it waits (h2 flow control), the daemon's other clients do not.
+    pub max_concurrent_streams: u32,
+    /// `[daemon.tcp]`: TLS, client certificates and the bearer token of the TCP listeners.
+    pub tcp: crate::tcp_auth::TcpAuthConfig,
 }
 
 impl Default for DaemonConfig {
@@ -42,6 +47,8 @@ impl Default for DaemonConfig {
             state_dir: "/var/lib/cuzk".into(),
             max_message_bytes: cuzk_proto::DEFAULT_MAX_MESSAGE_BYTES,
             drain_timeout_secs: 60,
+            max_concurrent_streams: 256,
+            tcp: Default::default(),
         }
     }
 }
@@ -178,6 +185,49 @@ pub struct EngineSettings {
     pub host_memory_budget_bytes: Option<u64>,
     /// Seconds a result is kept when nobody fetches it; unset: the engine's default.
     pub result_ttl_secs: Option<u64>,
+    /// Jobs that may wait in the queue; beyond it a submit is refused with
+    /// RESOURCE_EXHAUSTED. Unset: the engine's default (1000).
+    pub max_queued_jobs: Option<usize>,
+    /// Input bytes that accepted, unfinished jobs may hold in the spool; beyond it a submit
+    /// is refused with RESOURCE_EXHAUSTED. Unset: the engine's default (32 GiB).
+    pub max_spool_bytes: Option<u64>,
+    /// A job interrupted this many times (the daemon killed or crashed while it ran) fails
+    /// with a message instead of running again; unset: the engine's default (3).
+    pub max_attempts: Option<u32>,
+}
+
+/// The bounds of every numeric key: (key, least, most). Outside them the configuration is
+/// refused with the key named, so that no value can panic, wrap or starve the daemon later
+/// (a drain timeout of 2^63 seconds overflows a deadline; a million synthesis threads do not
+/// start).
+pub const NUMERIC_BOUNDS: [(&str, u64, u64); 15] = [
+    ("[daemon] max_message_bytes", 4 << 20, (1 << 31) - 1),
+    ("[daemon] drain_timeout_secs", 0, 7 * 86400),
+    ("[gpus] gpu_workers_per_device", 1, 64),
+    ("[gpus] vram_budget_bytes", 1, 1 << 48),
+    ("[gpus] pinned_memory_budget_bytes", 64 << 20, 1 << 42),
+    ("[gpus] devices: ordinal", 0, 1023),
+    ("[gpus] devices: vram_budget_bytes", 1, 1 << 48),
+    ("[gpus] devices: workers", 0, 64),
+    ("[engine] synthesis_workers", 1, 1024),
+    ("[engine] host_memory_budget_bytes", 1 << 20, 1 << 52),
+    ("[engine] result_ttl_secs", 1, 365 * 86400),
+    ("[engine] max_queued_jobs", 1, 10_000_000),
+    ("[engine] max_spool_bytes", 1 << 20, 1 << 52),
+    ("[daemon] max_concurrent_streams", 1, 1_000_000),
+    ("[engine] max_attempts", 1, 1000),
+];
+
+fn check_bound(key: &str, value: u64) -> Result<(), String> {
+    let (_, least, most) = NUMERIC_BOUNDS
+        .iter()
+        .find(|(k, _, _)| *k == key)
+        .copied()
+        .unwrap_or((key, 0, u64::MAX));
+    if value < least || value > most {
+        return Err(format!("{key} = {value} is out of range; expected {least} to {most}"));
+    }
+    Ok(())
 }
 
 #[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
@@ -263,11 +313,12 @@ impl Config {
         if config.gpus.gpu_workers_per_device == 0 {
             return Err(invalid("[gpus] gpu_workers_per_device must be at least 1".into()));
         }
-        config
+        let listen = config
             .daemon
             .listen
             .parse::<cuzk_proto::Address>()
             .map_err(|e| invalid(format!("[daemon] listen: {e}")))?;
+        config.daemon.tcp.validate(&listen).map_err(invalid)?;
         let g = &config.gpus;
         let mut seen = std::collections::BTreeSet::new();
         for d in &g.devices {
@@ -300,7 +351,70 @@ impl Config {
                 config.daemon.max_message_bytes
             )));
         }
+        config.check_bounds().map_err(invalid)?;
         Ok(config)
+    }
+
+    /// Every numeric key against [`NUMERIC_BOUNDS`].
+    fn check_bounds(&self) -> Result<(), String> {
+        let (d, g, e) = (&self.daemon, &self.gpus, &self.engine);
+        let mut values: Vec<(&str, u64)> = vec![
+            ("[daemon] max_message_bytes", d.max_message_bytes as u64),
+            ("[daemon] drain_timeout_secs", d.drain_timeout_secs),
+            ("[daemon] max_concurrent_streams", u64::from(d.max_concurrent_streams)),
+            ("[gpus] gpu_workers_per_device", g.gpu_workers_per_device as u64),
+        ];
+        let optional = [
+            ("[gpus] vram_budget_bytes", g.vram_budget_bytes),
+            ("[gpus] pinned_memory_budget_bytes", g.pinned_memory_budget_bytes),
+            ("[engine] synthesis_workers", e.synthesis_workers.map(|v| v as u64)),
+            ("[engine] host_memory_budget_bytes", e.host_memory_budget_bytes),
+            ("[engine] result_ttl_secs", e.result_ttl_secs),
+            ("[engine] max_queued_jobs", e.max_queued_jobs.map(|v| v as u64)),
+            ("[engine] max_spool_bytes", e.max_spool_bytes),
+            ("[engine] max_attempts", e.max_attempts.map(u64::from)),
+        ];
+        values.extend(optional.iter().filter_map(|(k, v)| v.map(|v| (*k, v))));
+        for dev in &g.devices {
+            values.push(("[gpus] devices: ordinal", dev.ordinal as u64));
+            values.extend(dev.vram_budget_bytes.map(|v| ("[gpus] devices: vram_budget_bytes", v)));
+            values.extend(dev.workers.map(|v| ("[gpus] devices: workers", v as u64)));
+        }
+        values.into_iter().try_for_each(|(k, v)| check_bound(k, v))
+    }
+
+    /// The engine's settings from `[engine]` and `[daemon] state_dir`; `gpus` is the number
+    /// of GPUs opened (synthesis threads default to two per GPU).
+    pub fn engine_config(&self, gpus: usize) -> cuzk_engine::EngineConfig {
+        let e = &self.engine;
+        let mut ec = cuzk_engine::EngineConfig::new(&self.daemon.state_dir);
+        ec.gpu_workers_per_device = self.gpus.gpu_workers_per_device;
+        // Synthesis is the CPU half of a proof; a GPU proves faster than one synthesis
+        // thread feeds it (bench/NOTES.md, H200: 2.1 s synthesis against 0.5 s on the GPU),
+        // so two per GPU by default. On the CPU backend one, since synthesis and proving
+        // share the cores.
+        ec.synthesis_workers = e.synthesis_workers.unwrap_or(if gpus > 0 { 2 * gpus } else { 1 });
+        if let Some(b) = e.host_memory_budget_bytes {
+            ec.host_memory_budget_bytes = b;
+        }
+        if let Some(t) = e.result_ttl_secs {
+            ec.result_ttl = std::time::Duration::from_secs(t);
+        }
+        if let Some(n) = e.max_queued_jobs {
+            ec.max_queued_jobs = n;
+        }
+        if let Some(b) = e.max_spool_bytes {
+            ec.max_spool_bytes = b;
+        }
+        if let Some(n) = e.max_attempts {
+            ec.max_attempts = n;
+        }
+        ec
+    }
+
+    /// `[daemon] drain_timeout_secs` as a duration.
+    pub fn drain_timeout(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(self.daemon.drain_timeout_secs)
     }
 }
 
@@ -325,6 +439,72 @@ mod tests {
         );
     }
 
+    /// Every numeric key at its extremes (0, 1, -1, i64::MAX, a float, just past each bound):
+    /// the parse either refuses with the key named or gives a configuration whose derived
+    /// settings (engine config, drain timeout, GPU plan) are computed without a panic.
+    #[test]
+    fn no_numeric_value_can_panic_and_out_of_range_ones_are_named() {
+        let keys = [
+            ("daemon", "max_message_bytes"),
+            ("daemon", "drain_timeout_secs"),
+            ("daemon", "max_concurrent_streams"),
+            ("gpus", "gpu_workers_per_device"),
+            ("gpus", "vram_budget_bytes"),
+            ("gpus", "pinned_memory_budget_bytes"),
+            ("engine", "synthesis_workers"),
+            ("engine", "host_memory_budget_bytes"),
+            ("engine", "result_ttl_secs"),
+            ("engine", "max_queued_jobs"),
+            ("engine", "max_spool_bytes"),
+            ("engine", "max_attempts"),
+        ];
+        let device_keys = ["ordinal", "vram_budget_bytes", "workers"];
+        let mut texts = Vec::new();
+        for (section, key) in keys {
+            let (_, least, most) = *NUMERIC_BOUNDS
+                .iter()
+                .find(|(k, _, _)| *k == format!("[{section}] {key}"))
+                .unwrap_or_else(|| panic!("no bound for [{section}] {key}"));
+            for v in ["0", "1", "-1", "9223372036854775807", "1.5", &(most + 1).to_string(), &least.saturating_sub(1).to_string()] {
+                texts.push((format!("[{section}] {key}"), format!("[{section}]\n{key} = {v}\n"), v.to_string()));
+            }
+        }
+        for key in device_keys {
+            for v in ["0", "-1", "9223372036854775807", "1.5", "1024", "65"] {
+                let entry = if key == "ordinal" { format!("{{ ordinal = {v} }}") } else { format!("{{ ordinal = 0, {key} = {v} }}") };
+                texts.push((format!("[gpus] devices: {key}"), format!("[gpus]\ndevices = [{entry}]\n"), v.to_string()));
+            }
+        }
+        let mut refused = 0;
+        for (key, text, v) in &texts {
+            match Config::parse(text, "t.toml") {
+                Ok(c) => {
+                    let (_, least, most) = *NUMERIC_BOUNDS.iter().find(|(k, _, _)| k == key).unwrap();
+                    let n: u64 = v.parse().unwrap_or_else(|_| panic!("{key} = {v} accepted"));
+                    assert!((least..=most).contains(&n), "{key} = {v} accepted outside {least}..={most}");
+                    let ec = c.engine_config(1);
+                    assert!(ec.synthesis_workers >= 1 && ec.max_queued_jobs >= 1);
+                    let _ = (c.drain_timeout(), c.gpus.plan());
+                    assert!(std::time::Instant::now().checked_add(c.drain_timeout()).is_some());
+                    assert!(std::time::Instant::now().checked_add(ec.result_ttl).is_some());
+                }
+                Err(e) => {
+                    refused += 1;
+                    let e = e.to_string();
+                    let name = key.rsplit([' ', ':']).next().unwrap();
+                    assert!(e.contains(name), "{key} = {v}: the error does not name the key: {e}");
+                }
+            }
+        }
+        assert!(refused >= texts.len() / 2, "only {refused} of {} refused", texts.len());
+        let e = Config::parse("[daemon]\ndrain_timeout_secs = 9223372036854775807\n", "t.toml").unwrap_err();
+        assert!(e.to_string().contains("[daemon] drain_timeout_secs = 9223372036854775807 is out of range"), "{e}");
+        let c = Config::parse("[engine]\nmax_queued_jobs = 5\nmax_spool_bytes = 1048576\n", "t.toml").unwrap();
+        let ec = c.engine_config(0);
+        assert_eq!((ec.max_queued_jobs, ec.max_spool_bytes, ec.synthesis_workers), (5, 1 << 20, 1));
+        assert_eq!(Config::default().engine_config(2).synthesis_workers, 4);
+    }
+
     #[test]
     fn missing_file_means_defaults() {
         let c = Config::load(Path::new("/nonexistent/cuzk.toml")).unwrap();
@@ -335,7 +515,7 @@ mod tests {
     #[test]
     fn keys_are_read_and_unknown_ones_are_named() {
         let c = Config::parse(
-            "[daemon]\nlisten = \"127.0.0.1:9820\"\nstate_dir = \"/tmp/s\"\n[srs]\nparam_cache = \"/p\"\n\
+            "[daemon]\nlisten = \"127.0.0.1:9820\"\nstate_dir = \"/tmp/s\"\n[daemon.tcp]\ninsecure = true\n[srs]\nparam_cache = \"/p\"\n\
              [gpus]\ndevices = [0, 1]\ngpu_workers_per_device = 2\nbackend = \"cpu\"\n",
             "t.toml",
         )

@@ -8,6 +8,7 @@ pub mod config;
 pub mod dbus;
 pub mod logging;
 pub mod service;
+pub mod tcp_auth;
 
 use std::os::fd::FromRawFd;
 use std::sync::Arc;
@@ -15,7 +16,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use config::{BackendChoice, Config, GpusConfig};
-use cuzk_engine::{Device, Engine, EngineConfig, MemoryStatus, PoRepRunner};
+use cuzk_engine::{Device, Engine, MemoryStatus, PoRepRunner};
 use cuzk_proto::{Address, ProvingEngineServer};
 use sd_notify::NotifyState;
 
@@ -40,11 +41,21 @@ fn devices(g: &GpusConfig) -> Result<Vec<Device>> {
                     pinned >> 20,
                     p.workers
                 );
-                Ok(Device::new(name, gpu).with_workers(p.workers).with_memory(Arc::new(move || {
+                let pool = gpu.clone();
+                let device = Device::new(name, gpu).with_workers(p.workers).with_memory(Arc::new(move || {
                     let c = probe.arena_counters();
                     MemoryStatus {
                         budget_bytes: c.budget as u64,
                         in_use_bytes: c.in_use as u64,
+                        high_water_bytes: c.high_water as u64,
+                    }
+                }));
+                // The pool's in-use figure counts its cached blocks too: they stay page-locked.
+                Ok(device.with_gpu(p.ordinal as u32, Arc::new(move || {
+                    let c = pool.pinned_counters();
+                    MemoryStatus {
+                        budget_bytes: c.budget as u64,
+                        in_use_bytes: (c.in_use + c.cached) as u64,
                         high_water_bytes: c.high_water as u64,
                     }
                 })))
@@ -147,25 +158,26 @@ pub async fn shutdown_signal() {
 
 /// Runs the daemon until `shutdown` resolves, then drains. Everything `cuzkd` does.
 pub async fn run(cfg: Config, shutdown: impl std::future::Future<Output = ()> + Send + 'static) -> Result<()> {
+    let runner = PoRepRunner::new(&cfg.srs.param_cache, cfg.srs.parent_cache.as_deref())
+        .map_err(|e| anyhow::anyhow!("[srs]: {e}"))?;
+    run_with(cfg, Arc::new(runner), shutdown).await
+}
+
+/// [`run`] with another prover behind the engine: tests (the kill -9 soak runs a cheap
+/// synthetic proof kind beside real PoRep) and tools. The daemon itself always uses
+/// [`PoRepRunner`].
+pub async fn run_with(
+    cfg: Config,
+    runner: Arc<dyn cuzk_engine::ProofRunner>,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> Result<()> {
+    // The TCP listeners' certificates, key and token, read once: a bad file stops the start.
+    let tcp_auth = cfg.daemon.tcp.load()?;
     // D-Bus first, so that `State` reads "starting" while the engine recovers its spool.
     let control = dbus::Control::start(cfg.dbus.bus).await;
     let devices = devices(&cfg.gpus)?;
-    let runner = PoRepRunner::new(&cfg.srs.param_cache, cfg.srs.parent_cache.as_deref())
-        .map_err(|e| anyhow::anyhow!("[srs]: {e}"))?;
-    let mut ec = EngineConfig::new(&cfg.daemon.state_dir);
-    ec.gpu_workers_per_device = cfg.gpus.gpu_workers_per_device;
-    // Synthesis is the CPU half of a proof; a GPU proves faster than one synthesis thread
-    // feeds it (bench/NOTES.md, H200: 2.1 s synthesis against 0.5 s on the GPU), so two per
-    // GPU by default. On the CPU backend one, since synthesis and proving share the cores.
-    let gpus = devices.iter().filter(|d| d.memory.is_some()).count();
-    ec.synthesis_workers = cfg.engine.synthesis_workers.unwrap_or(if gpus > 0 { 2 * gpus } else { 1 });
-    if let Some(b) = cfg.engine.host_memory_budget_bytes {
-        ec.host_memory_budget_bytes = b;
-    }
-    if let Some(t) = cfg.engine.result_ttl_secs {
-        ec.result_ttl = Duration::from_secs(t);
-    }
-    let engine = tokio::task::spawn_blocking(move || Engine::start(ec, Arc::new(runner), devices))
+    let ec = cfg.engine_config(devices.iter().filter(|d| d.ordinal.is_some()).count());
+    let engine = tokio::task::spawn_blocking(move || Engine::start(ec, runner, devices))
         .await??;
     control.attach(&engine);
     logging::log_job_events(&engine);
@@ -193,6 +205,12 @@ pub async fn run(cfg: Config, shutdown: impl std::future::Future<Output = ()> + 
     });
 
     let listeners = listeners(&cfg.daemon.listen).await?;
+    // `[daemon] listen` was checked with the config; a TCP socket from systemd is known only now.
+    for listener in &listeners {
+        if let Listener::Tcp(l) = listener {
+            tcp_auth.admit(&l.local_addr().map_or_else(|_| "from systemd".into(), |a| a.to_string()))?;
+        }
+    }
     notify(&[NotifyState::Ready, NotifyState::Status(&status_line(&engine))]);
     // One server per listening socket, all serving the same service, all stopped together.
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
@@ -200,19 +218,25 @@ pub async fn run(cfg: Config, shutdown: impl std::future::Future<Output = ()> + 
         let _ = rx.wait_for(|&stop| stop).await;
     };
     let mut servers = tokio::task::JoinSet::new();
+    // Unix sockets are governed by their file mode and group; TCP by `[daemon.tcp]` (TLS on
+    // the server's builder, the bearer token around the service).
+    // What every listener's server shares: the per-connection stream limit, so that one
+    // client cannot open calls without bound.
+    let streams = cfg.daemon.max_concurrent_streams;
+    let builder = || tonic::transport::Server::builder().max_concurrent_streams(Some(streams));
     for listener in listeners {
-        let router = tonic::transport::Server::builder().add_service(service.clone());
         let stop = stopped(stop_rx.clone());
-        servers.spawn(async move {
-            match listener {
-                Listener::Unix(l) => {
-                    router.serve_with_incoming_shutdown(tokio_stream::wrappers::UnixListenerStream::new(l), stop).await
-                }
-                Listener::Tcp(l) => {
-                    router.serve_with_incoming_shutdown(tokio_stream::wrappers::TcpListenerStream::new(l), stop).await
-                }
+        match listener {
+            Listener::Unix(l) => {
+                let router = builder().add_service(service.clone());
+                servers.spawn(router.serve_with_incoming_shutdown(tokio_stream::wrappers::UnixListenerStream::new(l), stop));
             }
-        });
+            Listener::Tcp(l) => {
+                let checked = tonic::service::interceptor::InterceptedService::new(service.clone(), tcp_auth.bearer_check());
+                let router = tcp_auth.with_tls(builder())?.add_service(checked);
+                servers.spawn(router.serve_with_incoming_shutdown(tokio_stream::wrappers::TcpListenerStream::new(l), stop));
+            }
+        }
     }
     let mut served = Ok(());
     tokio::select! {
@@ -227,7 +251,7 @@ pub async fn run(cfg: Config, shutdown: impl std::future::Future<Output = ()> + 
         }
     }
     notify(&[NotifyState::Stopping, NotifyState::Status("draining")]);
-    let timeout = Duration::from_secs(cfg.daemon.drain_timeout_secs);
+    let timeout = cfg.drain_timeout();
     let report = tokio::task::spawn_blocking(move || engine.drain(timeout)).await?;
     log::info!("drained: {report:?}");
     if let Err(e) = served {

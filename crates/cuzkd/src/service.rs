@@ -19,6 +19,8 @@ pub fn status_of(e: EngineError) -> Status {
     match e {
         EngineError::InvalidRequest(_) | EngineError::Srs { .. } => Status::invalid_argument(e.to_string()),
         EngineError::NotFound(_) => Status::not_found(e.to_string()),
+        EngineError::Conflict { .. } => Status::already_exists(e.to_string()),
+        EngineError::ResourceExhausted { .. } => Status::resource_exhausted(e.to_string()),
         EngineError::Draining => Status::unavailable(e.to_string()),
         _ => Status::internal(e.to_string()),
     }
@@ -105,7 +107,8 @@ impl cuzk_proto::ProvingEngine for ProvingService {
         Ok(Response::new(v1::SubmitProofResponse {
             job_id: s.job_id,
             queue_position: s.queue_position,
-            assigned_gpu: String::new(),
+            // Known only when the id is already on a device; a new job is assigned later.
+            assigned_gpu: s.device.unwrap_or_default(),
         }))
     }
 
@@ -142,22 +145,27 @@ impl cuzk_proto::ProvingEngine for ProvingService {
     ) -> Result<Response<v1::GetStatusResponse>, Status> {
         let s = self.engine.status();
         Ok(Response::new(v1::GetStatusResponse {
+            // One entry per GPU, by its driver ordinal; its "VRAM" is its arena: the budget
+            // cuzk may use, and what of it is free now. The CPU backend lists no GPU.
             gpus: s
-                .workers
+                .devices
                 .iter()
-                .enumerate()
-                .map(|(i, w)| {
-                    // A GPU's "VRAM" here is its arena: the budget cuzk may use, and what
-                    // of it is free now. The CPU device reports zeros.
-                    let mem = s.devices.iter().find(|d| d.name == w.device).and_then(|d| d.memory);
-                    v1::GpuStatus {
-                        ordinal: i as u32,
-                        name: w.device.clone(),
+                .filter_map(|d| {
+                    let ordinal = d.ordinal?;
+                    let mem = d.memory;
+                    Some(v1::GpuStatus {
+                        ordinal,
+                        name: d.name.clone(),
                         vram_total_bytes: mem.map_or(0, |m| m.budget_bytes),
                         vram_free_bytes: mem.map_or(0, |m| m.budget_bytes.saturating_sub(m.in_use_bytes)),
-                        current_job_id: w.job_id.clone().unwrap_or_default(),
-                        current_proof_kind: w.kind.map(|k| k.queue_name().to_string()).unwrap_or_default(),
-                    }
+                        current_job_id: d.jobs.iter().map(|(id, _)| id.as_str()).collect::<Vec<_>>().join(","),
+                        current_proof_kind: d
+                            .jobs
+                            .iter()
+                            .map(|(_, k)| k.queue_name())
+                            .collect::<Vec<_>>()
+                            .join(","),
+                    })
                 })
                 .collect(),
             loaded_srs: s
@@ -182,8 +190,8 @@ impl cuzk_proto::ProvingEngine for ProvingService {
             total_proofs_completed: s.completed,
             total_proofs_failed: s.failed,
             uptime_seconds: s.uptime.as_secs(),
-            pinned_memory_bytes: 0,
-            pinned_memory_limit_bytes: 0,
+            pinned_memory_bytes: s.devices.iter().filter_map(|d| d.pinned).map(|p| p.in_use_bytes).sum(),
+            pinned_memory_limit_bytes: s.devices.iter().filter_map(|d| d.pinned).map(|p| p.budget_bytes).sum(),
         }))
     }
 
@@ -213,5 +221,101 @@ impl cuzk_proto::ProvingEngine for ProvingService {
     ) -> Result<Response<v1::EvictSrsResponse>, Status> {
         let (was_loaded, freed_bytes) = self.engine.evict_srs(&request.into_inner().circuit_id);
         Ok(Response::new(v1::EvictSrsResponse { was_loaded, freed_bytes }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+
+    use cuzk_engine::*;
+    use cuzk_proto::ProvingEngine as _;
+
+    use super::*;
+
+    /// Proves nothing: holds each job in `prove` until `open`, then answers its id's bytes.
+    struct Gate(Arc<AtomicBool>);
+
+    impl ProofRunner for Gate {
+        fn plan(&self, _: &JobRequest) -> Result<JobPlan, RunError> {
+            Ok(JobPlan { srs: None, footprint_bytes: 1 })
+        }
+        fn synthesize(&self, r: &JobRequest, _: &JobPlan, _: &CancelToken) -> Result<Synthesized, RunError> {
+            Ok(Synthesized(Box::new(r.request_id.clone())))
+        }
+        fn prove(&self, work: Synthesized, ctx: ProveContext<'_>) -> Result<ProofOutput, RunError> {
+            while !self.0.load(Ordering::SeqCst) {
+                ctx.cancel.check()?;
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            let id = work.0.downcast::<String>().map_err(|_| RunError::Prove("work".into()))?;
+            Ok(ProofOutput { proof: id.into_bytes(), ..Default::default() })
+        }
+        fn srs_for_circuit(&self, c: &str) -> Result<SrsRef, RunError> {
+            Err(RunError::BadRequest(format!("no circuit {c}")))
+        }
+    }
+
+    fn winpost(id: &str, payload: &[u8]) -> v1::SubmitProofRequest {
+        v1::SubmitProofRequest {
+            request_id: id.into(),
+            proof_kind: v1::ProofKind::WinningPost as i32,
+            vanilla_proof: payload.to_vec(),
+            ..Default::default()
+        }
+    }
+
+    /// GetStatus lists GPUs by their driver ordinal with arena and pinned pool, and the job
+    /// a GPU proves; a known id answers with its GPU; the same id with other content is
+    /// ALREADY_EXISTS; admission limits are RESOURCE_EXHAUSTED.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn status_is_true_to_the_devices_and_conflicts_are_already_exists() {
+        let dir = std::env::temp_dir().join(format!("cuzkd-service-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let open = Arc::new(AtomicBool::new(false));
+        let arena = MemoryStatus { budget_bytes: 100 << 30, in_use_bytes: 30 << 30, high_water_bytes: 40 << 30 };
+        let pinned = MemoryStatus { budget_bytes: 256 << 20, in_use_bytes: 64 << 20, high_water_bytes: 64 << 20 };
+        let devices = vec![
+            Device::new("gpu3 H200", Arc::new(cuzk_groth16::CpuBackend))
+                .with_memory(Arc::new(move || arena))
+                .with_gpu(3, Arc::new(move || pinned)),
+            Device::cpu().with_workers(0),
+        ];
+        let engine = Engine::start(EngineConfig::new(&dir), Arc::new(Gate(open.clone())), devices).unwrap();
+        let svc = ProvingService { engine: engine.clone() };
+        svc.submit_proof(Request::new(winpost("winpost-1000-aa", b"sector 1"))).await.unwrap();
+        let end = std::time::Instant::now() + Duration::from_secs(5);
+        while engine.job("winpost-1000-aa").unwrap().state != JobState::Proving {
+            assert!(std::time::Instant::now() < end, "never proving");
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        let st = svc.get_status(Request::new(v1::GetStatusRequest {})).await.unwrap().into_inner();
+        assert_eq!(st.gpus.len(), 1, "the CPU is not a GPU: {:?}", st.gpus);
+        let g = &st.gpus[0];
+        assert_eq!((g.ordinal, g.name.as_str()), (3, "gpu3 H200"));
+        assert_eq!((g.vram_total_bytes, g.vram_free_bytes), (100 << 30, 70 << 30));
+        assert_eq!((g.current_job_id.as_str(), g.current_proof_kind.as_str()), ("winpost-1000-aa", "winning-post"));
+        assert_eq!((st.pinned_memory_bytes, st.pinned_memory_limit_bytes), (64 << 20, 256 << 20));
+
+        let again = svc.submit_proof(Request::new(winpost("winpost-1000-aa", b"sector 1"))).await.unwrap();
+        assert_eq!(again.into_inner().assigned_gpu, "gpu3 H200");
+        let err = svc.submit_proof(Request::new(winpost("winpost-1000-aa", b"sector 2"))).await.unwrap_err();
+        assert_eq!(err.code(), tonic::Code::AlreadyExists, "{err}");
+        assert!(err.message().contains("winpost-1000-aa"), "{err}");
+
+        open.store(true, Ordering::SeqCst);
+        let r = svc
+            .await_proof(Request::new(v1::AwaitProofRequest { job_id: "winpost-1000-aa".into(), timeout_ms: 5000 }))
+            .await
+            .unwrap()
+            .into_inner();
+        assert_eq!((r.status, r.proof.as_slice()), (WireStatus::Completed as i32, b"winpost-1000-aa".as_slice()));
+        let full = EngineError::ResourceExhausted { limit: "max_queued_jobs", value: 3, detail: "3 jobs are queued".into() };
+        let st = status_of(full);
+        assert_eq!(st.code(), tonic::Code::ResourceExhausted);
+        assert!(st.message().contains("max_queued_jobs = 3"), "{}", st.message());
+        assert!(engine.drain(Duration::from_secs(5)).threads_stopped);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

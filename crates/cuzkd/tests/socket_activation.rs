@@ -40,7 +40,7 @@ async fn socket_activated_daemon_proves_and_reports_to_systemd() {
     std::fs::write(
         &config,
         format!(
-            "[daemon]\nstate_dir = {:?}\nlisten = \"unix://{}/unused.sock\"\n[srs]\nparam_cache = {:?}\nparent_cache = {:?}\n[gpus]\nbackend = \"cpu\"\n",
+            "[daemon]\nstate_dir = {:?}\nlisten = \"unix://{}/unused.sock\"\n[daemon.tcp]\ninsecure = true\n[srs]\nparam_cache = {:?}\nparent_cache = {:?}\n[gpus]\nbackend = \"cpu\"\n",
             dir.join("state"),
             dir.display(),
             f.param_dir(),
@@ -142,6 +142,32 @@ async fn socket_activated_daemon_proves_and_reports_to_systemd() {
         .unwrap();
     assert_eq!(bad.status, Status::Failed as i32);
     assert!(bad.error_message.contains("not JSON"), "{}", bad.error_message);
+    // A C1 output that parses but whose vanilla proof has the wrong shape (a DRG parent
+    // column missing: storage-proofs used to panic on it inside synthesis and hang the
+    // daemon) fails in well under 5 s with the problem named; the daemon goes on (below).
+    let mut c1: serde_json::Value = serde_json::from_slice(&std::fs::read(f.c1_path()).unwrap()).unwrap();
+    let by_shape = c1["vanilla_proofs"].as_object_mut().unwrap().values_mut().next().unwrap();
+    by_shape[0][0]["replica_column_proofs"]["drg_parents"].as_array_mut().unwrap().pop();
+    let started = Instant::now();
+    let bad = client
+        .prove(ProveRequest {
+            submit: Some(SubmitProofRequest {
+                request_id: "porep-1000-4".into(),
+                proof_kind: ProofKind::PorepSealCommit as i32,
+                miner_id: f.info.miner_id,
+                sector_number: f.info.sector_id,
+                vanilla_proof: serde_json::to_vec(&c1).unwrap(),
+                ..Default::default()
+            }),
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .result
+        .unwrap();
+    assert_eq!(bad.status, Status::Failed as i32);
+    assert!(bad.error_message.contains("DRG parent columns"), "{}", bad.error_message);
+    assert!(started.elapsed() < Duration::from_secs(5), "refused after {:?}", started.elapsed());
     // Await honours its timeout; cancel stops a job, and awaiting it then says CANCELLED.
     let envelope = std::fs::read(f.envelope_path()).unwrap();
     let job = client
@@ -177,7 +203,7 @@ async fn socket_activated_daemon_proves_and_reports_to_systemd() {
     let e = client.await_proof(AwaitProofRequest { job_id: "nope".into(), timeout_ms: 10 }).await.unwrap_err();
     assert_eq!(e.code(), tonic::Code::NotFound, "{e}");
     let status = client.get_status(GetStatusRequest {}).await.unwrap().into_inner();
-    assert_eq!((status.total_proofs_completed, status.total_proofs_failed), (1, 1));
+    assert_eq!((status.total_proofs_completed, status.total_proofs_failed), (1, 2));
     let metrics = client.get_metrics(GetMetricsRequest {}).await.unwrap().into_inner().prometheus_text;
     assert!(metrics.contains("cuzk"), "{metrics}");
 
