@@ -6,6 +6,7 @@
 #   device run: bash crates/cuzk-gpu/device-run.sh        carry: ["device-carry"]
 #
 # CUZK_DEVICE_SKIP_TESTS=1 runs the bench alone; CUZK_DEVICE_SKIP_BENCH=1 the tests alone.
+# With cuzkd.gz carried too, device-daemon.sh afterwards proves through cuzkd on the GPU.
 set -u -o pipefail
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT" /tmp/bin
