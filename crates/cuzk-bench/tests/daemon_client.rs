@@ -18,20 +18,18 @@ fn text(o: &Output) -> (String, String) {
     (String::from_utf8_lossy(&o.stdout).into_owned(), String::from_utf8_lossy(&o.stderr).into_owned())
 }
 
-#[test]
-fn batch_status_metrics_preload_cancel_against_a_running_daemon() {
-    let f = ensure_fixture(&default_fixture_dir(2048), 2048).expect("2 KiB fixture");
-    let dir = std::env::temp_dir().join(format!("cuzk-bench-daemon-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let sock = dir.join("cuzk.sock");
+/// A daemon for one test: defaults, CPU backend, the fixture's parameters, `state` in `dir`,
+/// listening where `listen` says; run in-process on its own runtime until the sender fires.
+type Daemon = (tokio::sync::oneshot::Sender<()>, std::thread::JoinHandle<anyhow::Result<()>>);
+
+fn daemon(f: &cuzk_filecoin::fixture::Fixture, dir: &Path, listen: &str, change: impl FnOnce(&mut Config)) -> Daemon {
     let mut cfg = Config::default();
-    cfg.daemon.listen = format!("unix://{}", sock.display());
+    cfg.daemon.listen = listen.to_string();
     cfg.daemon.state_dir = dir.join("state");
     cfg.srs.param_cache = f.param_dir();
     cfg.srs.parent_cache = Some(f.parent_dir());
     cfg.gpus.backend = BackendChoice::Cpu;
-
+    change(&mut cfg);
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let daemon = std::thread::spawn(move || {
         let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
@@ -39,6 +37,17 @@ fn batch_status_metrics_preload_cancel_against_a_running_daemon() {
             let _ = stopped.await;
         }))
     });
+    (stop, daemon)
+}
+
+#[test]
+fn batch_status_metrics_preload_cancel_against_a_running_daemon() {
+    let f = ensure_fixture(&default_fixture_dir(2048), 2048).expect("2 KiB fixture");
+    let dir = std::env::temp_dir().join(format!("cuzk-bench-daemon-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let sock = dir.join("cuzk.sock");
+    let (stop, daemon) = daemon(&f, &dir, &format!("unix://{}", sock.display()), |_| {});
     let end = Instant::now() + Duration::from_secs(20);
     while !sock.exists() && Instant::now() < end {
         std::thread::sleep(Duration::from_millis(50));
@@ -101,21 +110,7 @@ fn status_over_tcp_carries_the_token() {
     std::fs::write(&token, "9a7e5c3b1d\n").unwrap();
     std::fs::set_permissions(&token, std::fs::Permissions::from_mode(0o600)).unwrap();
     let addr = format!("127.0.0.1:{}", std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port());
-    let mut cfg = Config::default();
-    cfg.daemon.listen = addr.clone();
-    cfg.daemon.tcp.token_file = Some(token.clone());
-    cfg.daemon.state_dir = dir.join("state");
-    cfg.srs.param_cache = f.param_dir();
-    cfg.srs.parent_cache = Some(f.parent_dir());
-    cfg.gpus.backend = BackendChoice::Cpu;
-
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let daemon = std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
-        rt.block_on(cuzkd::run(cfg, async {
-            let _ = stopped.await;
-        }))
-    });
+    let (stop, daemon) = daemon(&f, &dir, &addr, |cfg| cfg.daemon.tcp.token_file = Some(token.clone()));
     let end = Instant::now() + Duration::from_secs(20);
     while std::net::TcpStream::connect(&addr).is_err() && Instant::now() < end {
         std::thread::sleep(Duration::from_millis(50));

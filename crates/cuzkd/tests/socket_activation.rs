@@ -31,6 +31,24 @@ fn notifications(sock: &UnixDatagram, until: &str, within: Duration) -> String {
     all
 }
 
+/// `Prove` of a PoRep C1 input for miner 1000, answered with its result.
+async fn prove_c1(
+    client: &mut cuzk_proto::ProvingEngineClient<tonic::transport::Channel>,
+    id: &str,
+    sector: u64,
+    c1: Vec<u8>,
+) -> AwaitProofResponse {
+    let submit = SubmitProofRequest {
+        request_id: id.into(),
+        proof_kind: ProofKind::PorepSealCommit as i32,
+        miner_id: 1000,
+        sector_number: sector,
+        vanilla_proof: c1,
+        ..Default::default()
+    };
+    client.prove(ProveRequest { submit: Some(submit) }).await.unwrap().into_inner().result.unwrap()
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn socket_activated_daemon_proves_and_reports_to_systemd() {
     assert!(which("systemd-socket-activate"), "systemd-socket-activate is missing: apt-get install systemd");
@@ -124,22 +142,7 @@ async fn socket_activated_daemon_proves_and_reports_to_systemd() {
         .unwrap_err();
     assert_eq!(e.code(), tonic::Code::InvalidArgument, "{e}");
     assert!(e.message().contains("proof_kind"), "{e}");
-    let bad = client
-        .prove(ProveRequest {
-            submit: Some(SubmitProofRequest {
-                request_id: "porep-1000-2".into(),
-                proof_kind: ProofKind::PorepSealCommit as i32,
-                miner_id: 1000,
-                sector_number: 2,
-                vanilla_proof: b"{ not json".to_vec(),
-                ..Default::default()
-            }),
-        })
-        .await
-        .unwrap()
-        .into_inner()
-        .result
-        .unwrap();
+    let bad = prove_c1(&mut client, "porep-1000-2", 2, b"{ not json".to_vec()).await;
     assert_eq!(bad.status, Status::Failed as i32);
     assert!(bad.error_message.contains("not JSON"), "{}", bad.error_message);
     // A C1 output that parses but whose vanilla proof has the wrong shape (a DRG parent
@@ -149,22 +152,7 @@ async fn socket_activated_daemon_proves_and_reports_to_systemd() {
     let by_shape = c1["vanilla_proofs"].as_object_mut().unwrap().values_mut().next().unwrap();
     by_shape[0][0]["replica_column_proofs"]["drg_parents"].as_array_mut().unwrap().pop();
     let started = Instant::now();
-    let bad = client
-        .prove(ProveRequest {
-            submit: Some(SubmitProofRequest {
-                request_id: "porep-1000-4".into(),
-                proof_kind: ProofKind::PorepSealCommit as i32,
-                miner_id: f.info.miner_id,
-                sector_number: f.info.sector_id,
-                vanilla_proof: serde_json::to_vec(&c1).unwrap(),
-                ..Default::default()
-            }),
-        })
-        .await
-        .unwrap()
-        .into_inner()
-        .result
-        .unwrap();
+    let bad = prove_c1(&mut client, "porep-1000-4", f.info.sector_id, serde_json::to_vec(&c1).unwrap()).await;
     assert_eq!(bad.status, Status::Failed as i32);
     assert!(bad.error_message.contains("DRG parent columns"), "{}", bad.error_message);
     assert!(started.elapsed() < Duration::from_secs(5), "refused after {:?}", started.elapsed());
