@@ -218,6 +218,35 @@ pub const NUMERIC_BOUNDS: [(&str, u64, u64); 15] = [
     ("[engine] max_attempts", 1, 1000),
 ];
 
+/// `[log] level`: comma-separated `level` or `target=level` directives, targets being Rust
+/// module paths. Checked here before tracing's parser sees it, because that parser panics on
+/// some non-ASCII input and compiles span and field filters (`[...]`, `{...}`) into regexes
+/// that can take minutes to build (both found by the `config` fuzz target); a config file
+/// must not be able to do either. `RUST_LOG` (the operator's environment) keeps the full
+/// syntax.
+fn check_log_level(level: &str) -> Result<(), String> {
+    const LEVELS: [&str; 6] = ["trace", "debug", "info", "warn", "error", "off"];
+    for directive in level.split(',').map(str::trim).filter(|d| !d.is_empty()) {
+        let (target, lvl) = match directive.split_once('=') {
+            Some((t, l)) => (Some(t), l),
+            None if LEVELS.contains(&directive.to_ascii_lowercase().as_str()) => (None, directive),
+            None => (Some(directive), "trace"),
+        };
+        if !LEVELS.contains(&lvl.to_ascii_lowercase().as_str()) {
+            return Err(format!("{lvl:?} is not a level; expected one of {}", LEVELS.join(", ")));
+        }
+        if let Some(t) = target {
+            let module = |part: &str| !part.is_empty() && part.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+            if t.len() > 200 || !t.split("::").all(module) {
+                return Err(format!(
+                    "{t:?} is not a module path (letters, digits, _ and - separated by ::; span and field filters go in RUST_LOG)"
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 fn check_bound(key: &str, value: u64) -> Result<(), String> {
     let (_, least, most) = NUMERIC_BOUNDS
         .iter()
@@ -340,11 +369,7 @@ impl Config {
         if g.backend != BackendChoice::Cpu && g.plan().iter().all(|p| p.workers == 0) {
             return Err(invalid("[gpus]: every GPU has 0 workers; nothing could prove".into()));
         }
-        config
-            .log
-            .level
-            .parse::<tracing_subscriber::EnvFilter>()
-            .map_err(|e| invalid(format!("[log] level = {:?}: {e}", config.log.level)))?;
+        check_log_level(&config.log.level).map_err(|e| invalid(format!("[log] level = {:?}: {e}", config.log.level)))?;
         if config.daemon.max_message_bytes < 4 << 20 {
             return Err(invalid(format!(
                 "[daemon] max_message_bytes = {} is below 4 MiB; a PoRep C1 output needs far more",
@@ -536,6 +561,15 @@ mod tests {
         assert_eq!((c.dbus.bus, c.log.target, c.log.level.as_str()), (BusChoice::None, LogTarget::Stderr, "debug"));
         let e = Config::parse("[log]\nlevel = \"info,=[\"\n", "t.toml").unwrap_err();
         assert!(e.to_string().contains("[log] level"), "{e}");
+        for ok in ["info,cuzk_engine=debug", "WARN", "cuzkd::service=trace, h2=off", "cuzk_gpu", ""] {
+            Config::parse(&format!("[log]\nlevel = {ok:?}\n"), "t.toml").unwrap_or_else(|e| panic!("{ok:?}: {e}"));
+        }
+        // What the config fuzz target found: a char-boundary panic and a regex that takes
+        // minutes to compile inside tracing's filter parser. Both are refused up front now.
+        for bad in [" \u{e9}=", "[{f=.*_................}]", "info,x[{a=b}]=debug", "cuzk=loud"] {
+            let e = Config::parse(&format!("[log]\nlevel = {bad:?}\n"), "t.toml").unwrap_err();
+            assert!(e.to_string().contains("[log] level"), "{bad:?}: {e}");
+        }
         let two = "[gpus]\nvram_budget_bytes = 1000\ndevices = [0, { ordinal = 1, vram_budget_bytes = 500, workers = 2 }]\n";
         let c = Config::parse(two, "t.toml").unwrap();
         assert_eq!(
