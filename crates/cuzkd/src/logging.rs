@@ -27,10 +27,41 @@ const QUIET: &str = "h2=warn,hyper=warn,hyper_util=warn,tower=warn,tonic=warn,zb
 /// stay at `warn` unless the level names them.
 pub fn filter(level: &str) -> EnvFilter {
     let wanted = std::env::var("RUST_LOG").ok().filter(|v| !v.trim().is_empty()).unwrap_or_else(|| level.to_string());
-    EnvFilter::try_new(format!("{QUIET},{wanted}")).unwrap_or_else(|e| {
-        eprintln!("cuzkd: log filter {wanted:?}: {e}; using \"info\"");
+    filter_from(&wanted)
+}
+
+/// Builds the filter from `wanted`, never panicking or hanging: tracing-subscriber's parser
+/// panics on a directive with surrounding spaces and non-ASCII text, and compiles field
+/// values into regexes that can take minutes (both found by the `config` fuzz target), so
+/// directives are trimmed, non-ASCII is refused and field values match literally.
+fn filter_from(wanted: &str) -> EnvFilter {
+    let fallback = |why: String| {
+        eprintln!("cuzkd: log filter {wanted:?}: {why}; using \"info\"");
         EnvFilter::new(format!("{QUIET},info"))
-    })
+    };
+    if !wanted.is_ascii() {
+        return fallback("not ASCII".into());
+    }
+    let directives: Vec<&str> = wanted.split(',').map(str::trim).filter(|d| !d.is_empty()).collect();
+    EnvFilter::builder()
+        .with_regex(false)
+        .parse(format!("{QUIET},{}", directives.join(",")))
+        .unwrap_or_else(|e| fallback(e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    /// The fuzz target's reproducers through the RUST_LOG path: no panic, no minutes-long
+    /// regex build; good filters still parse.
+    #[test]
+    fn rust_log_values_cannot_panic_or_hang() {
+        let start = std::time::Instant::now();
+        for wanted in [" \u{e9}=", "[{f=.*_................}]", " info , cuzk_engine=debug ", "info,[span{f=1}]=trace"] {
+            let _ = super::filter_from(wanted);
+        }
+        assert!(start.elapsed() < std::time::Duration::from_secs(2), "{:?}", start.elapsed());
+        assert!(super::filter_from("info,cuzk_engine=debug").to_string().contains("cuzk_engine=debug"));
+    }
 }
 
 /// Installs the global subscriber. Returns where the logs go, for the first log line.
