@@ -13,7 +13,7 @@
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use cuzk_engine::{Device, Engine, EngineConfig, PoRepRunner};
+use cuzk_engine::{Device, Engine, EngineConfig};
 use cuzk_proto::v1;
 use cuzk_proto::ProvingEngine;
 use cuzkd::service::ProvingService;
@@ -33,15 +33,13 @@ fn harness() -> &'static Harness {
     static H: OnceLock<Harness> = OnceLock::new();
     H.get_or_init(|| {
         let dir = cuzk_fuzz::scratch_dir("grpc");
-        let params = dir.join("params");
-        std::fs::create_dir_all(&params).unwrap();
         let mut config = EngineConfig::new(dir.join("state"));
         // Small, so that admission limits are reached and results do not pile up.
         config.max_queued_jobs = 8;
         config.max_spool_bytes = 1 << 20;
         config.result_ttl = Duration::from_millis(500);
         config.fetched_result_ttl = Duration::from_millis(100);
-        let runner = PoRepRunner::new(&params, None).expect("runner");
+        let runner = cuzk_fuzz::porep_runner_without_params(&dir);
         let engine = Engine::start(config, Arc::new(runner), vec![Device::cpu()]).expect("engine");
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_time()

@@ -20,7 +20,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use cuzk_engine::spool::{Recovered, Spool};
-use cuzk_engine::{Device, Engine, EngineConfig, PoRepRunner, ProofRunner};
+use cuzk_engine::{Device, Engine, EngineConfig, ProofRunner};
 use libfuzzer_sys::fuzz_target;
 
 /// Hex of the job id "fuzz", the spool's file name for it.
@@ -38,10 +38,7 @@ fn harness() -> &'static Harness {
     static H: OnceLock<Harness> = OnceLock::new();
     H.get_or_init(|| {
         let dir = cuzk_fuzz::scratch_dir("spool");
-        let params = dir.join("params");
-        std::fs::create_dir_all(&params).unwrap();
-        // Once per process: it fixes filecoin-proofs' parameter directory.
-        let runner = Arc::new(PoRepRunner::new(&params, None).expect("runner"));
+        let runner = Arc::new(cuzk_fuzz::porep_runner_without_params(&dir));
         Harness {
             state: dir.join("state"),
             runner,

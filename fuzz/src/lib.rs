@@ -36,3 +36,12 @@ pub fn clear_dir(dir: &Path) {
     let _ = std::fs::remove_dir_all(dir);
     std::fs::create_dir_all(dir).unwrap_or_else(|e| panic!("scratch dir {}: {e}", dir.display()));
 }
+
+/// The real PoRep runner over an empty parameter directory under `dir` (every job that gets
+/// as far as its parameters fails there, which is what the targets want). Once per process:
+/// it fixes filecoin-proofs' parameter directory.
+pub fn porep_runner_without_params(dir: &Path) -> cuzk_engine::PoRepRunner {
+    let params = dir.join("params");
+    std::fs::create_dir_all(&params).unwrap_or_else(|e| panic!("params dir {}: {e}", params.display()));
+    cuzk_engine::PoRepRunner::new(&params, None).expect("runner")
+}

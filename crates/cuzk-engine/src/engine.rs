@@ -893,7 +893,7 @@ impl Engine {
             match next {
                 Next::Plan(id, request) => {
                     let plan = self.request_of(&id, request).and_then(|r| {
-                        contained("plan", || inner.runner.plan(&r)).map_err(|e| e.to_string())
+                        contained("plan", || inner.runner.plan(&r)).map(|p| (p, r)).map_err(|e| e.to_string())
                     });
                     let mut s = lock(&inner.sched);
                     let Some(j) = s.jobs.get_mut(&id) else {
@@ -901,8 +901,14 @@ impl Engine {
                     };
                     j.planning = false;
                     match plan {
-                        Ok(p) => {
+                        Ok((p, r)) => {
                             j.plan = Some(p);
+                            // A small request read back from the spool (after a restart) stays
+                            // for synthesis instead of being read a second time; a large one
+                            // goes back to waiting on disk.
+                            if r.payload_bytes() <= PAYLOAD_KEPT_IN_MEMORY {
+                                j.request = Some(r);
+                            }
                             inner.wake.notify_all();
                         }
                         Err(e) => {
