@@ -4,6 +4,7 @@
 
 mod client;
 mod gpu_bench;
+mod shape_bench;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -118,6 +119,9 @@ enum Cmd {
     },
     /// GPU micro-benchmarks and a whole 2 KiB PoRep proof against floors and sppark (a GPU machine).
     GpuBench(gpu_bench::GpuBenchArgs),
+    /// The prover at a partition's shape (e.g. 32 GiB) on shape-only inputs: stage times,
+    /// VRAM and host memory, ratio to the goal (a benchmark; its proofs cannot verify).
+    ShapeBench(shape_bench::ShapeBenchArgs),
     /// The daemon's Prometheus metrics.
     Metrics {
         #[command(flatten)]
@@ -231,6 +235,7 @@ fn print_timings(srs_load: Duration, t: &PoRepTimings) {
         ("synthesis", t.synthesis),
         ("ntt / h", p.ntt_h),
         ("msm h", p.msm_h),
+        ("scalar split", p.split),
         ("msm l", p.msm_l),
         ("msm a", p.msm_a),
         ("msm b_g1", p.msm_b_g1),
@@ -365,6 +370,7 @@ fn run(cli: Cli) -> Result<()> {
         Cmd::Preload { daemon, circuit_id } => block_on(client::preload(&daemon.daemon(), &circuit_id))?,
         Cmd::Metrics { daemon } => block_on(client::metrics(&daemon.daemon()))?,
         Cmd::GpuBench(args) => gpu_bench::run(&args)?,
+        Cmd::ShapeBench(args) => shape_bench::run(&args)?,
         Cmd::BenchC2 {
             fixture_dir,
             rounds,

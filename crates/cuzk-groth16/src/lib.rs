@@ -9,6 +9,7 @@ pub mod backend;
 pub mod cpu;
 pub mod proof;
 pub mod prover;
+pub mod shape;
 pub mod srs;
 pub mod testing;
 pub mod witness;

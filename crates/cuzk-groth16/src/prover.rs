@@ -48,6 +48,9 @@ pub struct ProveTimings {
     /// NTTs and the coset quotient: a, b, c to the coefficients of h.
     pub ntt_h: Duration,
     pub msm_h: Duration,
+    /// Pairing the aux and input values with the L, A and B bases: zeros dropped, ones
+    /// listed for a batch sum, the rest kept for an MSM.
+    pub split: Duration,
     pub msm_l: Duration,
     pub msm_a: Duration,
     pub msm_b_g1: Duration,
@@ -57,12 +60,13 @@ pub struct ProveTimings {
 
 impl ProveTimings {
     pub fn total(&self) -> Duration {
-        self.ntt_h + self.msm_h + self.msm_l + self.msm_a + self.msm_b_g1 + self.msm_b_g2 + self.assembly
+        self.ntt_h + self.msm_h + self.split + self.msm_l + self.msm_a + self.msm_b_g1 + self.msm_b_g2 + self.assembly
     }
 
     pub fn accumulate(&mut self, o: &ProveTimings) {
         self.ntt_h += o.ntt_h;
         self.msm_h += o.msm_h;
+        self.split += o.split;
         self.msm_l += o.msm_l;
         self.msm_a += o.msm_a;
         self.msm_b_g1 += o.msm_b_g1;
@@ -216,7 +220,7 @@ pub fn prove(
     let h_acc = timed(&mut t.msm_h, || be.msm_g1(&srs.h, Selection::All, &h))?;
     drop(h);
 
-    let (l_split, (a_split, b_split)) = rayon::join(
+    let (l_split, (a_split, b_split)) = timed(&mut t.split, || rayon::join(
         || SplitScalars::new(&[], None, &aux_assignment, None),
         || {
             rayon::join(
@@ -231,7 +235,7 @@ pub fn prove(
                 },
             )
         },
-    );
+    ));
     let l_acc = timed(&mut t.msm_l, || l_split.msm_g1(be, &srs.l))?;
     let a_acc = timed(&mut t.msm_a, || a_split.msm_g1(be, &srs.a))?;
     let b1_acc = timed(&mut t.msm_b_g1, || b_split.msm_g1(be, &srs.b_g1))?;

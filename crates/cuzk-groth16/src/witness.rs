@@ -43,6 +43,20 @@ impl Density {
         self.words[i / 64] >> (i % 64) & 1 == 1
     }
 
+    /// `len` bits, bit i being `bit(i)` (computed in parallel): for shape-only witnesses
+    /// of benches, whose densities are drawn rather than synthesized.
+    pub fn from_fn(len: usize, bit: impl Fn(usize) -> bool + Sync) -> Density {
+        use rayon::prelude::*;
+        let words: Vec<u64> = (0..len.div_ceil(64))
+            .into_par_iter()
+            .map(|w| {
+                (0..64.min(len - w * 64)).fold(0u64, |acc, j| acc | (bit(w * 64 + j) as u64) << j)
+            })
+            .collect();
+        let total = words.par_iter().map(|w| w.count_ones() as usize).sum();
+        Density { words, len, total }
+    }
+
     fn push(&mut self, bit: bool) {
         if self.len % 64 == 0 {
             self.words.push(0);

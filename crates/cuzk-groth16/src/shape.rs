@@ -1,0 +1,273 @@
+//! Shape-only inputs for benchmarks: a witness with a partition's counts, densities and
+//! scalar mix, and random parameters with exactly the section sizes that witness needs.
+//!
+//! Neither can verify: the witness satisfies no circuit and the parameters come from no
+//! setup. They exist so that the prover's code path (what [`crate::prove`] runs) can be
+//! measured at the 32 GiB partition's size without a 32 GiB sector or its 47 GB parameter
+//! file. Every user must say so in its output; the daemon never sees them.
+
+use blstrs::{G1Projective, G2Projective, Scalar};
+use ff::Field;
+use group::{prime::PrimeCurveAffine, Curve, Group};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha20Rng;
+use rayon::prelude::*;
+use std::path::PathBuf;
+
+use crate::srs::{Srs, SrsShape, VerifyingKey};
+use crate::witness::{Density, PartitionWitness};
+
+/// Fractions of zeros and ones among some values (the rest are other field elements).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ScalarMix {
+    pub zero: f64,
+    pub one: f64,
+}
+
+impl ScalarMix {
+    /// The mix of `values`.
+    pub fn of(values: &[Scalar]) -> ScalarMix {
+        let (zeros, ones) = values
+            .par_iter()
+            .fold(
+                || (0usize, 0usize),
+                |(z, o), v| {
+                    if bool::from(v.is_zero()) {
+                        (z + 1, o)
+                    } else if *v == Scalar::ONE {
+                        (z, o + 1)
+                    } else {
+                        (z, o)
+                    }
+                },
+            )
+            .reduce(|| (0, 0), |a, b| (a.0 + b.0, a.1 + b.1));
+        let n = values.len().max(1) as f64;
+        ScalarMix {
+            zero: zeros as f64 / n,
+            one: ones as f64 / n,
+        }
+    }
+
+    /// A value drawn with this mix.
+    fn draw(&self, r: &mut ChaCha20Rng) -> Scalar {
+        let u: f64 = r.gen();
+        if u < self.zero {
+            Scalar::ZERO
+        } else if u < self.zero + self.one {
+            Scalar::ONE
+        } else {
+            Scalar::random(r)
+        }
+    }
+}
+
+impl std::fmt::Display for ScalarMix {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{:.1}% zero, {:.1}% one, {:.1}% other",
+            100.0 * self.zero,
+            100.0 * self.one,
+            100.0 * (1.0 - self.zero - self.one)
+        )
+    }
+}
+
+/// The scalar mix of each part of a witness.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct WitnessMix {
+    pub a: ScalarMix,
+    pub b: ScalarMix,
+    pub c: ScalarMix,
+    pub aux: ScalarMix,
+}
+
+impl WitnessMix {
+    /// Measured on a synthesized witness.
+    pub fn of(w: &PartitionWitness) -> WitnessMix {
+        WitnessMix {
+            a: ScalarMix::of(&w.a),
+            b: ScalarMix::of(&w.b),
+            c: ScalarMix::of(&w.c),
+            aux: ScalarMix::of(&w.aux_assignment),
+        }
+    }
+}
+
+/// The counts of one partition circuit, which a shape-only witness reproduces.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PartitionShape {
+    /// Constraints, the input constraints included (the domain is the next power of two).
+    pub constraints: usize,
+    /// Public inputs, ONE included.
+    pub inputs: usize,
+    pub aux: usize,
+    /// Fractions of aux variables in the A and B queries.
+    pub a_aux_density: f64,
+    pub b_aux_density: f64,
+}
+
+/// The 32 GiB PoRep partition (StackedDrg32GiBV1_1) as synthesized by storage-proofs-porep
+/// 19: 130,278,869 constraints, 328 inputs, 130,169,893 aux, A aux density 99.7%, B aux
+/// density 25.4% (figures measured on the circuit, given in issue #9).
+pub const POREP_32GIB: PartitionShape = PartitionShape {
+    constraints: 130_278_869,
+    inputs: 328,
+    aux: 130_169_893,
+    a_aux_density: 0.997,
+    b_aux_density: 0.254,
+};
+
+impl PartitionShape {
+    /// The 32 GiB partition's proportions at a domain of 2^log_n: constraints fill the
+    /// domain as they do at 2^27 (97.1%, never exactly a power of two), aux in proportion.
+    pub fn porep_scaled(log_n: u32) -> PartitionShape {
+        let full = POREP_32GIB;
+        let domain = 1usize << log_n;
+        let fill = full.constraints as f64 / (1u64 << 27) as f64;
+        let constraints = ((domain as f64 * fill) as usize).max(full.inputs + 2);
+        let aux = (constraints as f64 * full.aux as f64 / full.constraints as f64) as usize;
+        PartitionShape {
+            constraints,
+            inputs: full.inputs.min(constraints / 4).max(1),
+            aux: aux.max(1),
+            ..full
+        }
+    }
+
+    /// The domain size of this shape's NTTs.
+    pub fn domain(&self) -> usize {
+        self.constraints.next_power_of_two()
+    }
+}
+
+fn rng(seed: u64, stream: u64) -> ChaCha20Rng {
+    let mut r = ChaCha20Rng::seed_from_u64(seed);
+    r.set_stream(stream);
+    r
+}
+
+/// A deterministic bit with probability `p` for index i (a hash, so parallel and cheap).
+fn coin(seed: u64, i: usize, p: f64) -> bool {
+    let mut x = (i as u64 ^ seed.rotate_left(17)).wrapping_mul(0x9e3779b97f4a7c15);
+    x ^= x >> 31;
+    x = x.wrapping_mul(0xbf58476d1ce4e5b9);
+    x ^= x >> 29;
+    ((x >> 11) as f64 / (1u64 << 53) as f64) < p
+}
+
+const CHUNK: usize = 1 << 14;
+
+fn draw_values(n: usize, mix: ScalarMix, seed: u64, stream: u64) -> Vec<Scalar> {
+    let mut v = vec![Scalar::ZERO; n];
+    v.par_chunks_mut(CHUNK).enumerate().for_each(|(k, out)| {
+        let mut r = rng(seed, stream << 40 | k as u64);
+        for x in out {
+            *x = mix.draw(&mut r);
+        }
+    });
+    v
+}
+
+/// A witness with `shape`'s counts and densities, its values drawn with `mix` (shape-only:
+/// it satisfies no circuit). Inputs are ONE then random values; B takes every input.
+pub fn shape_witness(shape: &PartitionShape, mix: &WitnessMix, seed: u64) -> PartitionWitness {
+    let mut input_assignment = draw_values(shape.inputs, ScalarMix { zero: 0.0, one: 0.0 }, seed, 1);
+    input_assignment[0] = Scalar::ONE;
+    PartitionWitness {
+        a: draw_values(shape.constraints, mix.a, seed, 2),
+        b: draw_values(shape.constraints, mix.b, seed, 3),
+        c: draw_values(shape.constraints, mix.c, seed, 4),
+        input_assignment,
+        aux_assignment: draw_values(shape.aux, mix.aux, seed, 5),
+        a_aux_density: Density::from_fn(shape.aux, |i| coin(seed ^ 0xa, i, shape.a_aux_density)),
+        b_input_density: Density::from_fn(shape.inputs, |_| true),
+        b_aux_density: Density::from_fn(shape.aux, |i| coin(seed ^ 0xb, i, shape.b_aux_density)),
+    }
+}
+
+/// Distinct points, fast: per chunk a random start and step, one addition per point, then a
+/// batch normalization of the chunk (written straight into the output).
+fn random_points<P>(n: usize, seed: u64, stream: u64) -> Vec<P::AffineRepr>
+where
+    P: Group + Curve + Send + Sync,
+    P::AffineRepr: PrimeCurveAffine + Send + Sync + Copy,
+{
+    const PTS: usize = 1 << 12;
+    let mut out = vec![P::AffineRepr::identity(); n];
+    out.par_chunks_mut(PTS).enumerate().for_each(|(k, o)| {
+        let mut r = rng(seed, stream << 40 | k as u64);
+        let step = P::random(&mut r);
+        let mut p = P::random(&mut r);
+        let proj: Vec<P> = (0..o.len())
+            .map(|_| {
+                p += step;
+                p
+            })
+            .collect();
+        P::batch_normalize(&proj, o);
+    });
+    out
+}
+
+/// Random parameters with exactly `shape`'s section sizes (shape-only: no setup made them,
+/// no proof made with them verifies). Host memory: `shape.point_bytes()`.
+pub fn random_srs(shape: &SrsShape, seed: u64) -> Srs {
+    let mut r = rng(seed, 0);
+    let g1 = |r: &mut ChaCha20Rng| G1Projective::random(r).to_affine();
+    let g2 = |r: &mut ChaCha20Rng| G2Projective::random(r).to_affine();
+    let vk = VerifyingKey {
+        alpha_g1: g1(&mut r),
+        beta_g1: g1(&mut r),
+        beta_g2: g2(&mut r),
+        gamma_g2: g2(&mut r),
+        delta_g1: g1(&mut r),
+        delta_g2: g2(&mut r),
+        ic: random_points::<G1Projective>(shape.ic, seed, 1),
+    };
+    Srs {
+        path: PathBuf::from(format!("<random shape-only parameters, seed {seed}>")),
+        vk,
+        h: random_points::<G1Projective>(shape.h, seed, 2),
+        l: random_points::<G1Projective>(shape.l, seed, 3),
+        a: random_points::<G1Projective>(shape.a, seed, 4),
+        b_g1: random_points::<G1Projective>(shape.b_g1, seed, 5),
+        b_g2: random_points::<G2Projective>(shape.b_g2, seed, 6),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::prover::required_shape;
+
+    /// A shape witness has the shape's counts, draws about its mix, and random parameters
+    /// of its required shape are accepted by the prover's shape check.
+    #[test]
+    fn shape_witness_and_random_srs_fit_each_other() {
+        let shape = PartitionShape::porep_scaled(12);
+        assert!(shape.constraints < 1 << 12 && shape.constraints > 1 << 11);
+        let mix = WitnessMix {
+            a: ScalarMix { zero: 0.5, one: 0.3 },
+            b: ScalarMix { zero: 0.1, one: 0.8 },
+            c: ScalarMix { zero: 0.6, one: 0.1 },
+            aux: ScalarMix { zero: 0.4, one: 0.45 },
+        };
+        let w = shape_witness(&shape, &mix, 7);
+        assert_eq!(w.num_constraints(), shape.constraints);
+        assert_eq!(w.aux_assignment.len(), shape.aux);
+        assert_eq!(w.input_assignment[0], Scalar::ONE);
+        let got = WitnessMix::of(&w);
+        for (g, m) in [(got.a, mix.a), (got.b, mix.b), (got.c, mix.c), (got.aux, mix.aux)] {
+            assert!((g.zero - m.zero).abs() < 0.05 && (g.one - m.one).abs() < 0.05, "{g} vs {m}");
+        }
+        let b = w.b_aux_density.total() as f64 / shape.aux as f64;
+        assert!((b - shape.b_aux_density).abs() < 0.05, "B density {b}");
+        let need = required_shape(&w);
+        let srs = random_srs(&need, 3);
+        assert_eq!(srs.shape_of(), need);
+        let (r, s) = (Scalar::from(5u64), Scalar::from(9u64));
+        crate::prove(&crate::CpuBackend, &srs, w, r, s).expect("the prover takes them");
+    }
+}
