@@ -15,7 +15,7 @@ use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use cuzk_gpu::GpuBackend;
 use cuzk_groth16::{Backend, CpuBackend, NttDirection, Selection};
 use ff::Field;
-use group::{prime::PrimeCurveAffine, Curve, Group};
+use group::Curve;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 use rayon::prelude::*;
@@ -131,31 +131,12 @@ fn porep_scalars(n: usize, seed: u64) -> Vec<Scalar> {
         .collect()
 }
 
-/// Distinct points fast: per chunk a random start and step, one addition per point.
-fn random_points<P: Group + Curve + Send + Sync>(n: usize, seed: u64) -> Vec<P::AffineRepr>
+/// Distinct random points (cuzk_groth16::shape's generator).
+fn random_points<P>(n: usize, seed: u64) -> Vec<P::AffineRepr>
 where
-    P::AffineRepr: PrimeCurveAffine + Send + Sync + Copy,
+    P: cuzk_groth16::shape::BatchAffine + Curve<AffineRepr = <P as cuzk_groth16::shape::BatchAffine>::Affine>,
 {
-    let proj: Vec<P> = (0..n)
-        .into_par_iter()
-        .chunks(1 << 12)
-        .flat_map_iter(|idx| {
-            let mut r = rng(seed ^ ((idx[0] as u64) << 24));
-            let step = P::random(&mut r);
-            let mut p = P::random(&mut r);
-            idx.into_iter()
-                .map(move |_| {
-                    p += step;
-                    p
-                })
-                .collect::<Vec<_>>()
-        })
-        .collect();
-    let mut out = vec![P::AffineRepr::identity(); n];
-    out.par_chunks_mut(1 << 12)
-        .zip(proj.par_chunks(1 << 12))
-        .for_each(|(o, p)| P::batch_normalize(p, o));
-    out
+    cuzk_groth16::shape::random_points::<P>(n, seed, 0)
 }
 
 /// Best of three: (total, kernels of that run).

@@ -6,7 +6,7 @@
 //! measured at the 32 GiB partition's size without a 32 GiB sector or its 47 GB parameter
 //! file. Every user must say so in its output; the daemon never sees them.
 
-use blstrs::{G1Projective, G2Projective, Scalar};
+use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use ff::Field;
 use group::{prime::PrimeCurveAffine, Curve, Group};
 use rand::{Rng, SeedableRng};
@@ -187,26 +187,60 @@ pub fn shape_witness(shape: &PartitionShape, mix: &WitnessMix, seed: u64) -> Par
     }
 }
 
-/// Distinct points, fast: per chunk a random start and step, one addition per point, then a
-/// batch normalization of the chunk (written straight into the output).
-fn random_points<P>(n: usize, seed: u64, stream: u64) -> Vec<P::AffineRepr>
+/// Projective to affine for a whole slice at once (blst's batch inversion: one field
+/// inversion per call instead of one per point).
+pub trait BatchAffine: Group + Send + Sync {
+    type Affine: Copy + Send + Sync;
+    fn identity_affine() -> Self::Affine;
+    /// `p + a` (a mixed addition).
+    fn add_affine(p: &Self, a: &Self::Affine) -> Self;
+    fn to_affine_batch(points: &[Self], out: &mut [Self::Affine]);
+}
+
+macro_rules! batch_affine {
+    ($proj:ty, $aff:ty, $raw:ty, $raw_aff:ty, $f:ident) => {
+        impl BatchAffine for $proj {
+            type Affine = $aff;
+            fn identity_affine() -> $aff {
+                <$aff>::identity()
+            }
+            fn add_affine(p: &$proj, a: &$aff) -> $proj {
+                p + a
+            }
+            fn to_affine_batch(points: &[$proj], out: &mut [$aff]) {
+                assert_eq!(points.len(), out.len());
+                let ptrs: Vec<*const $raw> =
+                    points.iter().map(|p| (p as *const $proj).cast::<$raw>()).collect();
+                // SAFETY: blstrs' point types are repr(transparent) over blst's; `out`
+                // holds one affine point per input.
+                unsafe { blst::$f(out.as_mut_ptr().cast::<$raw_aff>(), ptrs.as_ptr(), ptrs.len()) }
+            }
+        }
+    };
+}
+batch_affine!(G1Projective, G1Affine, blst::blst_p1, blst::blst_p1_affine, blst_p1s_to_affine);
+batch_affine!(G2Projective, G2Affine, blst::blst_p2, blst::blst_p2_affine, blst_p2s_to_affine);
+
+/// `n` distinct random points, fast and deterministic in `(seed, stream)`: per chunk of
+/// 4096 a random start and a random affine step, one mixed addition per point, then one
+/// batch conversion of the chunk straight into the output. Benches and tests only.
+pub fn random_points<P>(n: usize, seed: u64, stream: u64) -> Vec<P::Affine>
 where
-    P: Group + Curve + Send + Sync,
-    P::AffineRepr: PrimeCurveAffine + Send + Sync + Copy,
+    P: BatchAffine + Curve<AffineRepr = <P as BatchAffine>::Affine>,
 {
     const PTS: usize = 1 << 12;
-    let mut out = vec![P::AffineRepr::identity(); n];
+    let mut out = vec![P::identity_affine(); n];
     out.par_chunks_mut(PTS).enumerate().for_each(|(k, o)| {
         let mut r = rng(seed, stream << 40 | k as u64);
-        let step = P::random(&mut r);
+        let step = P::random(&mut r).to_affine();
         let mut p = P::random(&mut r);
         let proj: Vec<P> = (0..o.len())
             .map(|_| {
-                p += step;
+                p = P::add_affine(&p, &step);
                 p
             })
             .collect();
-        P::batch_normalize(&proj, o);
+        P::to_affine_batch(&proj, o);
     });
     out
 }

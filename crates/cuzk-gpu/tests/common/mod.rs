@@ -7,7 +7,7 @@ use std::sync::{Mutex, MutexGuard, OnceLock};
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use cuzk_gpu::GpuBackend;
 use ff::Field;
-use group::{prime::PrimeCurveAffine, Curve, Group};
+use group::prime::PrimeCurveAffine;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 use rayon::prelude::*;
@@ -73,53 +73,14 @@ pub fn random_scalars(n: usize, seed: u64) -> Vec<Scalar> {
         .collect()
 }
 
-/// Distinct random-looking points fast: per chunk a random start and a random step, walked
-/// with one addition per point, then normalized in a batch.
+/// Distinct random G1 points (cuzk_groth16::shape's generator).
 pub fn random_bases(n: usize, seed: u64) -> Vec<G1Affine> {
-    let proj: Vec<G1Projective> = (0..n)
-        .into_par_iter()
-        .chunks(1 << 12)
-        .flat_map_iter(|idx| {
-            let mut r = rng(seed ^ (idx[0] as u64) << 24);
-            let step = G1Projective::random(&mut r);
-            let mut p = G1Projective::random(&mut r);
-            idx.into_iter()
-                .map(move |_| {
-                    p += step;
-                    p
-                })
-                .collect::<Vec<_>>()
-        })
-        .collect();
-    let mut out = vec![G1Affine::identity(); n];
-    out.par_chunks_mut(1 << 12)
-        .zip(proj.par_chunks(1 << 12))
-        .for_each(|(o, p)| G1Projective::batch_normalize(p, o));
-    out
+    cuzk_groth16::shape::random_points::<G1Projective>(n, rng(seed).gen(), 0)
 }
 
 /// As [`random_bases`] over G2.
 pub fn random_bases_g2(n: usize, seed: u64) -> Vec<G2Affine> {
-    let proj: Vec<G2Projective> = (0..n)
-        .into_par_iter()
-        .chunks(1 << 10)
-        .flat_map_iter(|idx| {
-            let mut r = rng(seed ^ (idx[0] as u64) << 24);
-            let step = G2Projective::random(&mut r);
-            let mut p = G2Projective::random(&mut r);
-            idx.into_iter()
-                .map(move |_| {
-                    p += step;
-                    p
-                })
-                .collect::<Vec<_>>()
-        })
-        .collect();
-    let mut out = vec![G2Affine::identity(); n];
-    out.par_chunks_mut(1 << 10)
-        .zip(proj.par_chunks(1 << 10))
-        .for_each(|(o, p)| G2Projective::batch_normalize(p, o));
-    out
+    cuzk_groth16::shape::random_points::<G2Projective>(n, rng(seed).gen(), 0)
 }
 
 /// PoRep-like scalars: 40% zero, 30% one, the rest random.
