@@ -261,7 +261,7 @@ fn gpu_budget(
     let fp = gpu.plan_footprint(&srs.shape_of());
     println!(
         "GPU {} ({:.1} GiB free of {:.1}), budget {label}: plan peak {:.2} GiB, parameters {:.1} GiB, \
-         fits {}, unchunked and resident {}; MSM chunk {} points",
+         fits {}, unchunked and resident {}; MSM chunk {} points; H step on the device {} ({:.2} GiB)",
         gpu.device().name,
         gib(free0),
         gib(total),
@@ -269,7 +269,9 @@ fn gpu_budget(
         gib(fp.srs_bytes),
         fp.fits,
         fp.fits_unchunked,
-        fp.msm_chunk
+        fp.msm_chunk,
+        fp.h_on_device,
+        gib(fp.h_step_bytes)
     );
     let mut best: Option<(Duration, ProveTimings)> = None;
     for round in 1..=args.rounds.max(1) {
@@ -277,8 +279,9 @@ fn gpu_budget(
         let c = gpu.arena_counters();
         let (res_bytes, res_arrays) = gpu.resident();
         println!(
-            "  round {round}: wall {:.1} ms; VRAM high water {:.2} GiB, resident {:.1} GiB in {res_arrays} arrays",
+            "  round {round}: wall {:.1} ms; h on the device {}; VRAM high water {:.2} GiB, resident {:.1} GiB in {res_arrays} arrays",
             ms(wall),
+            gpu.last_h_on_device(),
             gib(c.high_water),
             gib(res_bytes)
         );

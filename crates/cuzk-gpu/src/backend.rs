@@ -3,13 +3,14 @@
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use cuzk_groth16::backend::{check_msm_args, check_quotient_args, ntt_log_size};
 use cuzk_groth16::{Backend, BackendError, NttDirection, Selection, SrsShape};
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 use std::sync::Arc;
 
 use crate::arena::{reserved_size, ArenaCounters};
 use crate::device::{DeviceInfo, Gpu, OpTimings, UploadRates, VramBudget};
 use crate::error::GpuError;
-use crate::msm::{MsmPlan, PointSource, G1, G2};
+use crate::msm::{MsmPlan, PointSource, Scalars, G1, G2};
 use crate::pinned::PinnedCounters;
 use crate::{msm, ntt};
 
@@ -23,6 +24,10 @@ use crate::{msm, ntt};
 /// states a whole proof's footprint ahead of it.
 pub struct GpuBackend {
     gpu: Gpu,
+    /// Whether [`Backend::h_msm`] may keep h on the device (on unless switched off).
+    device_h: AtomicBool,
+    /// Whether the last `h_msm` call did.
+    last_device_h: AtomicBool,
 }
 
 fn unavailable(e: GpuError) -> BackendError {
@@ -52,6 +57,10 @@ pub struct ProofFootprint {
     pub fits: bool,
     /// Whether every MSM runs in one chunk and all base arrays stay resident.
     pub fits_unchunked: bool,
+    /// Device bytes of the H step with a, b, c and h kept on the device, and whether the
+    /// budget holds it (otherwise each NTT goes up and back, within `ntt_bytes`).
+    pub h_step_bytes: usize,
+    pub h_on_device: bool,
 }
 
 impl GpuBackend {
@@ -61,9 +70,7 @@ impl GpuBackend {
     }
 
     pub fn open(ordinal: usize, budget: VramBudget) -> Result<Self, GpuError> {
-        Ok(GpuBackend {
-            gpu: Gpu::open(ordinal, budget)?,
-        })
+        Ok(Self::over(Gpu::open(ordinal, budget)?))
     }
 
     /// As [`GpuBackend::open`] with a pinned host memory budget in bytes.
@@ -72,9 +79,27 @@ impl GpuBackend {
         budget: VramBudget,
         pinned_budget: usize,
     ) -> Result<Self, GpuError> {
-        Ok(GpuBackend {
-            gpu: Gpu::open_with(ordinal, budget, pinned_budget)?,
-        })
+        Ok(Self::over(Gpu::open_with(ordinal, budget, pinned_budget)?))
+    }
+
+    fn over(gpu: Gpu) -> Self {
+        GpuBackend {
+            gpu,
+            device_h: AtomicBool::new(true),
+            last_device_h: AtomicBool::new(false),
+        }
+    }
+
+    /// Lets [`Backend::h_msm`] keep a, b, c and h on the device when the budget holds
+    /// them (default), or makes it take the host path (each NTT's values up and back, h
+    /// uploaded again for its MSM): the reference for equality tests and benches.
+    pub fn set_device_h(&self, on: bool) {
+        self.device_h.store(on, Ordering::Relaxed)
+    }
+
+    /// Whether the last [`Backend::h_msm`] ran on the device (false: the host path).
+    pub fn last_h_on_device(&self) -> bool {
+        self.last_device_h.load(Ordering::Relaxed)
     }
 
     pub fn device(&self) -> &DeviceInfo {
@@ -172,6 +197,7 @@ impl GpuBackend {
             .map_or(usize::MAX, |p| p.work_bytes);
         let peak_bytes = ntt_bytes.max(quotient_bytes).max(msm_bytes).max(g2_bytes);
         let fits = peak_bytes <= budget && msm_chunk > 0 && quotient_chunk > 0;
+        let h_step_bytes = ntt::h_step_bytes(log_n.max(1));
         let full = msm::plan::<G1>(largest, PointSource::Streamed, false, usize::MAX)
             .expect("an unlimited plan");
         ProofFootprint {
@@ -188,6 +214,8 @@ impl GpuBackend {
                 && msm_chunk == full.chunk
                 && srs_bytes <= budget / 2
                 && srs_bytes + full.work_bytes.max(ntt_bytes) <= budget,
+            h_step_bytes,
+            h_on_device: h_step_bytes <= budget,
         }
     }
 }
@@ -219,7 +247,7 @@ impl Backend for GpuBackend {
         scalars: &[Scalar],
     ) -> Result<G1Projective, BackendError> {
         check_msm_args(bases.len(), selection, scalars.len())?;
-        msm::msm::<G1>(&self.gpu, bases, selection, Some(scalars)).map_err(unavailable)
+        msm::msm::<G1>(&self.gpu, bases, selection, Scalars::Host(scalars)).map_err(unavailable)
     }
 
     fn msm_g2(
@@ -229,7 +257,7 @@ impl Backend for GpuBackend {
         scalars: &[Scalar],
     ) -> Result<G2Projective, BackendError> {
         check_msm_args(bases.len(), selection, scalars.len())?;
-        msm::msm::<G2>(&self.gpu, bases, selection, Some(scalars)).map_err(unavailable)
+        msm::msm::<G2>(&self.gpu, bases, selection, Scalars::Host(scalars)).map_err(unavailable)
     }
 
     fn sum_g1(
@@ -238,7 +266,7 @@ impl Backend for GpuBackend {
         selection: Selection<'_>,
     ) -> Result<G1Projective, BackendError> {
         selection.check(bases.len())?;
-        msm::msm::<G1>(&self.gpu, bases, selection, None).map_err(unavailable)
+        msm::msm::<G1>(&self.gpu, bases, selection, Scalars::None).map_err(unavailable)
     }
 
     fn sum_g2(
@@ -247,6 +275,36 @@ impl Backend for GpuBackend {
         selection: Selection<'_>,
     ) -> Result<G2Projective, BackendError> {
         selection.check(bases.len())?;
-        msm::msm::<G2>(&self.gpu, bases, selection, None).map_err(unavailable)
+        msm::msm::<G2>(&self.gpu, bases, selection, Scalars::None).map_err(unavailable)
+    }
+
+    /// On the device when the budget holds a, b, c, a scratch buffer and a twiddle table
+    /// of the domain size (`ProofFootprint::h_step_bytes`): they go up once, h is made
+    /// there and its MSM reads it in place. Otherwise the host path.
+    fn h_msm(
+        &self,
+        a: Vec<Scalar>,
+        b: Vec<Scalar>,
+        c: Vec<Scalar>,
+        h_bases: &[G1Affine],
+    ) -> Result<(G1Projective, Duration), BackendError> {
+        check_quotient_args(a.len(), b.len(), c.len())?;
+        let n = a.len().max(1).next_power_of_two();
+        let log_n = ntt_log_size(n)?;
+        check_msm_args(h_bases.len(), Selection::All, n - 1)?;
+        let on_device = self.device_h.load(Ordering::Relaxed)
+            && log_n >= 1
+            && ntt::h_step_bytes(log_n) <= self.gpu.available();
+        self.last_device_h.store(on_device, Ordering::Relaxed);
+        if !on_device {
+            return cuzk_groth16::prover::h_msm_via_host(self, a, b, c, h_bases);
+        }
+        let t = Instant::now();
+        let h = ntt::h_on_device(&self.gpu, &a, &b, &c, log_n).map_err(unavailable)?;
+        let h_step = t.elapsed();
+        cuzk_groth16::prover::drop_in_background((a, b, c));
+        let acc = msm::msm::<G1>(&self.gpu, h_bases, Selection::All, Scalars::Device(&h))
+            .map_err(unavailable)?;
+        Ok((acc, h_step))
     }
 }

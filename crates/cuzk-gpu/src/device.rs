@@ -584,6 +584,17 @@ impl Gpu {
     }
 }
 
+/// Waits for the device's streams when dropped: declared after a call's buffers, it makes
+/// every exit (an error or a cancel mid-way included) finish the queued copies and kernels
+/// before those buffers go back.
+pub(crate) struct SyncOnDrop<'a>(pub(crate) &'a Gpu);
+
+impl Drop for SyncOnDrop<'_> {
+    fn drop(&mut self) {
+        let _ = self.0.sync();
+    }
+}
+
 /// Host-to-device copy rates measured by [`Gpu::upload_rates`], in bytes per second.
 #[derive(Clone, Copy, Debug)]
 pub struct UploadRates {

@@ -18,7 +18,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::arena::{reserved_size, DeviceBuffer};
-use crate::device::{arg, Event, Gpu, OpTimings};
+use crate::device::{arg, Event, Gpu, OpTimings, SyncOnDrop};
 use crate::error::GpuError;
 use crate::kernels::{CurveKernels, Kernels};
 use crate::resident::{ResidentKey, MIN_RESIDENT_POINTS};
@@ -354,15 +354,6 @@ fn ptr(b: &Option<DeviceBuffer>) -> u64 {
     b.as_ref().map_or(0, |b| b.ptr())
 }
 
-/// Waits for the device's streams when dropped.
-struct SyncOnDrop<'a>(&'a Gpu);
-
-impl Drop for SyncOnDrop<'_> {
-    fn drop(&mut self) {
-        let _ = self.0.sync();
-    }
-}
-
 /// Tree reduction of `count` XYZZ points at `src` in `groups` equal groups, ping-ponging
 /// between red_a and red_b; the address of the `groups` sums.
 fn reduce(
@@ -453,13 +444,24 @@ fn choose_source<C: Curve>(
     Ok((resident, Some(buf)))
 }
 
-/// sum_i scalars[i] * bases[sel_i] (or, with `scalars` None, the sum of the selected bases),
-/// equal to the CPU backend's result. Arguments are checked by the caller.
+/// The scalars of one call.
+#[derive(Clone, Copy)]
+pub(crate) enum Scalars<'a> {
+    /// A batch sum: each selected base once.
+    None,
+    Host(&'a [Scalar]),
+    /// Already in device memory (h from the H step), one per selected base: chunks read
+    /// them in place and nothing is uploaded.
+    Device(&'a DeviceBuffer),
+}
+
+/// sum_i scalars[i] * bases[sel_i] (or, with `Scalars::None`, the sum of the selected
+/// bases), equal to the CPU backend's result. Arguments are checked by the caller.
 pub(crate) fn msm<C: Curve>(
     gpu: &Gpu,
     bases: &[C::Affine],
     selection: Selection<'_>,
-    scalars: Option<&[Scalar]>,
+    scalars: Scalars<'_>,
 ) -> Result<C::Proj, GpuError> {
     let n = selection.len(bases.len());
     if n == 0 {
@@ -467,7 +469,10 @@ pub(crate) fn msm<C: Curve>(
     }
     let _region = gpu.enter()?;
     let t0 = Instant::now();
-    let sum_only = scalars.is_none();
+    let sum_only = matches!(scalars, Scalars::None);
+    if let Scalars::Device(d) = scalars {
+        assert!(d.len_bytes() >= n * FR_BYTES, "device scalars shorter than the selection");
+    }
     let (source, resident) = choose_source::<C>(gpu, bases, selection, n, sum_only)?;
     let p =
         plan_with::<C>(n, source, sum_only, gpu.available(), gpu.msm_window()).map_err(|need| {
@@ -483,7 +488,10 @@ pub(crate) fn msm<C: Curve>(
     let (m, c) = (p.chunk, p.c);
     let windows = 256u32.div_ceil(c);
     let half = 1usize << (c - 1);
-    let l = Layout::new::<C>(m, c, source, sum_only);
+    let mut l = Layout::new::<C>(m, c, source, sum_only);
+    if matches!(scalars, Scalars::Device(_)) {
+        l.scalars = 0;
+    }
     let ws = Workspace::new::<C>(gpu, &l, m)?;
     let mut upload_time = Duration::ZERO;
 
@@ -494,7 +502,7 @@ pub(crate) fn msm<C: Curve>(
         let (s, lo) = (j % 2, j * m);
         let len = m.min(n - lo);
         let after = (j >= 2).then_some(&in_free[s]);
-        if let Some(sc) = scalars {
+        if let Scalars::Host(sc) = scalars {
             let d = ws.scalars[s].as_ref().unwrap();
             gpu.upload_with(d.ptr(), len, after, |start, out: &mut [Scalar]| {
                 out.copy_from_slice(&sc[lo + start..lo + start + out.len()])
@@ -573,7 +581,11 @@ pub(crate) fn msm<C: Curve>(
         }
         let pcls = ptr(&ws.class);
         if !sum_only {
-            let (ps, pk) = (ptr(&ws.scalars[s]), ptr(&ws.cursor));
+            let ps = match scalars {
+                Scalars::Device(d) => d.ptr() + (lo * FR_BYTES) as u64,
+                _ => ptr(&ws.scalars[s]),
+            };
+            let pk = ptr(&ws.cursor);
             gpu.memset(ws.cursor.as_ref().unwrap(), 0)?;
             gpu.launch(
                 gpu.kernels.msm_classify,

@@ -8,7 +8,7 @@ use ff::Field;
 use crate::arena::{reserved_size, DeviceBuffer};
 use std::time::Instant;
 
-use crate::device::{arg, Event, Gpu, OpTimings};
+use crate::device::{arg, Event, Gpu, OpTimings, SyncOnDrop};
 use crate::error::GpuError;
 
 const BLOCK: u32 = 256;
@@ -166,59 +166,50 @@ fn over_budget(gpu: &Gpu, requested: usize) -> GpuError {
     }
 }
 
-/// The transform of `values` (length 2^log_n) in place, equal to `CpuBackend::ntt`.
-pub(crate) fn ntt(
+/// The twiddle table of `root` for a transform of 2^log_n: root^i for i < 2^(log_n - 1),
+/// expanded on the device (queued on the compute stream).
+fn twiddles(gpu: &Gpu, root: Scalar, log_n: u32, out: &DeviceBuffer) -> Result<(), GpuError> {
+    let half = (1usize << log_n) / 2;
+    let t = upload_powers(gpu, &Powers::new(root, Scalar::ONE, log_n - 1))?;
+    let (ptr, table, count) = (out.ptr(), t.arg, half as u32);
+    gpu.launch(
+        gpu.kernels.fr_power_table,
+        half,
+        BLOCK,
+        0,
+        &mut [arg(&ptr), arg(&table), arg(&count)],
+    )
+}
+
+/// The pre and post scalings of a plan, uploaded.
+fn plan_scalings(
     gpu: &Gpu,
-    values: &mut [Scalar],
-    log_n: u32,
     dir: NttDirection,
-) -> Result<(), GpuError> {
-    let n = values.len();
-    if n == 1 {
-        // Every direction is the identity on one element (g^0 = 1, 1/n = 1).
-        return Ok(());
-    }
-    let _region = gpu.enter()?;
-    gpu.check_cancel()?;
-    let need = ntt_bytes(log_n);
-    if need > gpu.available() {
-        return Err(over_budget(gpu, need));
-    }
-    let t0 = Instant::now();
+    log_n: u32,
+) -> Result<(Option<DevicePowers>, Option<DevicePowers>), GpuError> {
     let plan = dir.plan(log_n);
-    let w = plan.root;
-    let pre = plan.pre.map(|p| Powers::of(p, log_n));
-    let post = plan.post.map(|p| Powers::of(p, log_n));
+    let pre = plan.pre.map(|p| upload_powers(gpu, &Powers::of(p, log_n))).transpose()?;
+    let post = plan.post.map(|p| upload_powers(gpu, &Powers::of(p, log_n))).transpose()?;
+    Ok((pre, post))
+}
 
-    let bufs = [gpu.alloc(n * FR_BYTES)?, gpu.alloc(n * FR_BYTES)?];
-    // Small tables first (synchronous), then the twiddle expansion on the compute stream
-    // while the values go up on the copy stream.
-    let half = n / 2;
-    let twiddles = gpu.alloc(half * FR_BYTES)?;
-    let t = upload_powers(gpu, &Powers::new(w, Scalar::ONE, log_n - 1))?;
-    let pre = pre.map(|p| upload_powers(gpu, &p)).transpose()?;
-    let post = post.map(|p| upload_powers(gpu, &p)).transpose()?;
-    let (kstart, kend) = (Event::new(true)?, Event::new(true)?);
-    {
-        let (out, table, count) = (twiddles.ptr(), t.arg, half as u32);
-        gpu.launch(
-            gpu.kernels.fr_power_table,
-            half,
-            BLOCK,
-            0,
-            &mut [arg(&out), arg(&table), arg(&count)],
-        )?;
-    }
-    let tu = Instant::now();
-    gpu.upload_slice(&bufs[0], values, None)?;
-    let upload = tu.elapsed();
-    // Kernel time from here: the passes (queued after the wait for the upload).
-    kstart.record(gpu.stream())?;
+/// The passes of one transform of the 2^log_n elements in `values`, queued on the compute
+/// stream with the twiddles of the direction's root at `tw`; results alternate between
+/// `values` and `scratch`, which are swapped at the end if needed so that the result is in
+/// `values`.
+fn run_passes(
+    gpu: &Gpu,
+    values: &mut DeviceBuffer,
+    scratch: &mut DeviceBuffer,
+    tw: u64,
+    log_n: u32,
+    pre: Option<&DevicePowers>,
+    post: Option<&DevicePowers>,
+) -> Result<(), GpuError> {
+    let n = 1usize << log_n;
     let none = PowerTableArg::default();
-
     // Passes of up to max_log_radix() stages each (fused: up to FUSED_MAX_STAGES through
-    // shared memory), the stages spread evenly over the passes; results alternate between
-    // the two buffers.
+    // shared memory), the stages spread evenly over the passes.
     let fused = fused_mode() != 0 && log_n >= 2;
     let max_stages = if fused {
         FUSED_MAX_STAGES
@@ -233,17 +224,13 @@ pub(crate) fn ntt(
         passes.push((s, stages));
         s += stages;
     }
-    let tw = twiddles.ptr();
+    let bufs = [values.ptr(), scratch.ptr()];
     for (p, &(s, stages)) in passes.iter().enumerate() {
         gpu.check_cancel()?;
-        let (src, dst) = (bufs[p % 2].ptr(), bufs[(p + 1) % 2].ptr());
-        let pre_arg = if p == 0 {
-            pre.as_ref().map_or(none, |t| t.arg)
-        } else {
-            none
-        };
+        let (src, dst) = (bufs[p % 2], bufs[(p + 1) % 2]);
+        let pre_arg = if p == 0 { pre.map_or(none, |t| t.arg) } else { none };
         let post_arg = if p == passes.len() - 1 {
-            post.as_ref().map_or(none, |t| t.arg)
+            post.map_or(none, |t| t.arg)
         } else {
             none
         };
@@ -295,9 +282,49 @@ pub(crate) fn ntt(
             ],
         )?;
     }
+    if passes.len() % 2 == 1 {
+        std::mem::swap(values, scratch);
+    }
+    Ok(())
+}
+
+/// The transform of `values` (length 2^log_n) in place, equal to `CpuBackend::ntt`.
+pub(crate) fn ntt(
+    gpu: &Gpu,
+    values: &mut [Scalar],
+    log_n: u32,
+    dir: NttDirection,
+) -> Result<(), GpuError> {
+    let n = values.len();
+    if n == 1 {
+        // Every direction is the identity on one element (g^0 = 1, 1/n = 1).
+        return Ok(());
+    }
+    let _region = gpu.enter()?;
+    gpu.check_cancel()?;
+    let need = ntt_bytes(log_n);
+    if need > gpu.available() {
+        return Err(over_budget(gpu, need));
+    }
+    let t0 = Instant::now();
+    let (mut data, mut scratch) = (gpu.alloc(n * FR_BYTES)?, gpu.alloc(n * FR_BYTES)?);
+    // Small tables first (synchronous), then the twiddle expansion on the compute stream
+    // while the values go up on the copy stream.
+    let tw = gpu.alloc(n / 2 * FR_BYTES)?;
+    let (pre, post) = plan_scalings(gpu, dir, log_n)?;
+    // On every exit, queued work finishes before the buffers above go back.
+    let _drain = SyncOnDrop(gpu);
+    twiddles(gpu, dir.plan(log_n).root, log_n, &tw)?;
+    let tu = Instant::now();
+    gpu.upload_slice(&data, values, None)?;
+    let upload = tu.elapsed();
+    // Kernel time from here: the passes (queued after the wait for the upload).
+    let (kstart, kend) = (Event::new(true)?, Event::new(true)?);
+    kstart.record(gpu.stream())?;
+    run_passes(gpu, &mut data, &mut scratch, tw.ptr(), log_n, pre.as_ref(), post.as_ref())?;
     kend.record(gpu.stream())?;
     let t2 = Instant::now();
-    gpu.download_to(values, bufs[passes.len() % 2].ptr())?;
+    gpu.download_to(values, data.ptr())?;
     gpu.sync()?;
     gpu.set_timings(OpTimings {
         upload,
@@ -306,6 +333,96 @@ pub(crate) fn ntt(
         kernels: kend.since(&kstart)?,
     });
     Ok(())
+}
+
+/// Device bytes of the H step kept on the device ([`h_on_device`]) at 2^log_n: a, b, c
+/// and one scratch buffer of the domain size, one twiddle table, the small tables.
+pub(crate) fn h_step_bytes(log_n: u32) -> usize {
+    let n = 1usize << log_n;
+    let table = |len: usize| reserved_size(len * FR_BYTES);
+    let side = |bits: u32| table(1 << bits.div_ceil(2)) + table(1 << (bits - bits.div_ceil(2)));
+    4 * reserved_size(n * FR_BYTES)
+        + reserved_size((n / 2).max(1) * FR_BYTES)
+        + side(log_n.saturating_sub(1))
+        + 2 * side(log_n)
+        + reserved_size(FR_BYTES)
+}
+
+/// h on the device: a, b, c (each at most 2^log_n long, zero-padded there) uploaded once,
+/// then the three inverse NTTs, the three coset NTTs, the coset quotient and the coset
+/// inverse NTT without leaving the device. The buffer returned holds the 2^log_n
+/// coefficients, of which the first 2^log_n - 1 are h (the last is zero for a satisfied
+/// witness and is not part of h); nothing of it crosses PCIe. Equal to
+/// `cuzk_groth16::prover::compute_h` element for element. The caller checks
+/// [`h_step_bytes`] against the budget first.
+pub(crate) fn h_on_device(
+    gpu: &Gpu,
+    a: &[Scalar],
+    b: &[Scalar],
+    c: &[Scalar],
+    log_n: u32,
+) -> Result<DeviceBuffer, GpuError> {
+    let n = 1usize << log_n;
+    assert!(a.len() <= n && b.len() == a.len() && c.len() == a.len() && log_n >= 1);
+    let _region = gpu.enter()?;
+    gpu.check_cancel()?;
+    let t0 = Instant::now();
+    let mut polys = [gpu.alloc(n * FR_BYTES)?, gpu.alloc(n * FR_BYTES)?, gpu.alloc(n * FR_BYTES)?];
+    let mut scratch = gpu.alloc(n * FR_BYTES)?;
+    let tw = gpu.alloc(n / 2 * FR_BYTES)?;
+    let dz = gpu.alloc(FR_BYTES)?;
+    gpu.upload(&dz, &[vanishing_inverse_on_coset(n)])?;
+    let inv = plan_scalings(gpu, NttDirection::Inverse, log_n)?;
+    let fwd = plan_scalings(gpu, NttDirection::CosetForward, log_n)?;
+    let last = plan_scalings(gpu, NttDirection::CosetInverse, log_n)?;
+    // On every exit, queued work finishes before the buffers above go back.
+    let _drain = SyncOnDrop(gpu);
+    let (root, root_inv) = (
+        NttDirection::Forward.plan(log_n).root,
+        NttDirection::Inverse.plan(log_n).root,
+    );
+    // The inverse root's table while a, b, c go up (copy stream) and their tails are zeroed.
+    twiddles(gpu, root_inv, log_n, &tw)?;
+    let mut upload = std::time::Duration::ZERO;
+    for (buf, v) in polys.iter().zip([a, b, c]) {
+        gpu.memset_bytes(buf.ptr() + (v.len() * FR_BYTES) as u64, (n - v.len()) * FR_BYTES, 0)?;
+        let tu = Instant::now();
+        gpu.upload_slice(buf, v, None)?;
+        upload += tu.elapsed();
+    }
+    let (kstart, kend) = (Event::new(true)?, Event::new(true)?);
+    kstart.record(gpu.stream())?;
+    for p in polys.iter_mut() {
+        run_passes(gpu, p, &mut scratch, tw.ptr(), log_n, inv.0.as_ref(), inv.1.as_ref())?;
+    }
+    twiddles(gpu, root, log_n, &tw)?;
+    for p in polys.iter_mut() {
+        run_passes(gpu, p, &mut scratch, tw.ptr(), log_n, fwd.0.as_ref(), fwd.1.as_ref())?;
+    }
+    gpu.check_cancel()?;
+    {
+        let (pa, pb, pc, pz, count) = (polys[0].ptr(), polys[1].ptr(), polys[2].ptr(), dz.ptr(), n as u32);
+        gpu.launch(
+            gpu.kernels.fr_coset_quotient,
+            n,
+            BLOCK,
+            0,
+            &mut [arg(&pa), arg(&pb), arg(&pc), arg(&pz), arg(&count)],
+        )?;
+    }
+    twiddles(gpu, root_inv, log_n, &tw)?;
+    run_passes(gpu, &mut polys[0], &mut scratch, tw.ptr(), log_n, last.0.as_ref(), last.1.as_ref())?;
+    kend.record(gpu.stream())?;
+    gpu.sync()?;
+    drop(_drain);
+    let [h, ..] = polys;
+    gpu.set_timings(OpTimings {
+        upload,
+        compute: t0.elapsed().saturating_sub(upload),
+        download: std::time::Duration::ZERO,
+        kernels: kend.since(&kstart)?,
+    });
+    Ok(h)
 }
 
 /// a = (a * b - c) / Z(g) pointwise, equal to `CpuBackend::coset_quotient`; in chunks when

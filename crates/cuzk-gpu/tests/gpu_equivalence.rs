@@ -497,3 +497,54 @@ fn resident_bases_are_reused_and_equal() {
         gpu.resident().0 >> 20
     ));
 }
+
+/// The H step and its MSM with a, b, c and h kept on the device equal the CPU backend's,
+/// at witness lengths that are and are not powers of two (zero-padded to the domain on
+/// the device), from 2^10 to 2^22; the host path (switched on, and forced by a budget
+/// that cannot hold a, b, c) equals it too.
+#[test]
+fn h_step_on_device_matches_cpu() {
+    let Some((gpu, _serial)) = gpu() else { return };
+    let top = max_log_msm().min(22);
+    let mut lens = vec![(1usize << 10) - 3, 1 << 10, 1000 * 5, (1 << 16) + 1];
+    lens.extend([(1usize << 20) - 7, (1 << top) - 330]);
+    lens.retain(|&l| l <= 1 << top);
+    let bases = random_bases(1 << top, 60);
+    for (k, &len) in lens.iter().enumerate() {
+        let n = len.next_power_of_two();
+        let (a, b) = (random_scalars(len, 61 + k as u64), random_scalars(len, 71 + k as u64));
+        // c = a * b except at a few places, so that h is not a polynomial quotient only.
+        let mut c: Vec<Scalar> = a.iter().zip(&b).map(|(x, y)| x * y).collect();
+        for i in (0..len).step_by(97) {
+            c[i] += Scalar::ONE;
+        }
+        let hb = &bases[..n - 1];
+        let (want, _) = CpuBackend.h_msm(a.clone(), b.clone(), c.clone(), hb).unwrap();
+        let (got, _) = gpu.h_msm(a.clone(), b.clone(), c.clone(), hb).unwrap();
+        assert!(gpu.last_h_on_device(), "len {len}: the budget holds it, so the device path ran");
+        assert_eq!(got, want, "h step on the device, len {len} (domain {n}), differs from the CPU backend");
+        assert_arena_empty(gpu);
+        if k == 2 {
+            gpu.set_device_h(false);
+            let (host, _) = gpu.h_msm(a.clone(), b.clone(), c.clone(), hb).unwrap();
+            gpu.set_device_h(true);
+            assert!(!gpu.last_h_on_device());
+            assert_eq!(host, want, "host path, len {len}");
+        }
+        if len == (1 << 20) - 7 {
+            // A budget that holds one NTT but not a, b, c and h at once: the host path.
+            let small = GpuBackend::open(0, VramBudget::Bytes(3 * n * 32)).expect("second handle");
+            assert!(!small.plan_footprint(&cuzk_groth16::SrsShape { ic: 1, h: n - 1, l: 0, a: 0, b_g1: 0, b_g2: 0 }).h_on_device);
+            let (chunked, _) = small.h_msm(a, b, c, hb).unwrap();
+            assert!(!small.last_h_on_device(), "3n elements cannot hold the device path's 4n");
+            assert_eq!(chunked, want, "host path under a small budget, len {len}");
+            assert_eq!(small.arena_counters().in_use, 0);
+        }
+    }
+    // Mismatched lengths are refused, not run.
+    let err = gpu.h_msm(vec![Scalar::ONE; 8], vec![Scalar::ONE; 8], vec![Scalar::ONE; 7], &bases[..7]);
+    assert!(matches!(err, Err(BackendError::LengthMismatch { .. })), "{err:?}");
+    let err = gpu.h_msm(vec![Scalar::ONE; 8], vec![Scalar::ONE; 8], vec![Scalar::ONE; 8], &bases[..8]);
+    assert!(matches!(err, Err(BackendError::LengthMismatch { .. })), "{err:?}");
+    say(&format!("h step on the device: {} lengths equal to the CPU backend, host path too", lens.len()));
+}

@@ -166,6 +166,21 @@ pub trait Backend: Send + Sync {
     /// As [`Backend::sum_g1`] over G2.
     fn sum_g2(&self, bases: &[G2Affine], selection: Selection<'_>)
         -> Result<G2Projective, BackendError>;
+
+    /// The H step and the H MSM in one call: `sum_i h_i * h_bases[i]`, where h is what
+    /// [`crate::prover::compute_h`] makes of a, b and c (consumed), and the time the H step
+    /// took (the rest of the call is the MSM). `h_bases` has one point per coefficient of
+    /// h (the domain size minus one). The default runs [`crate::prover::h_msm_via_host`];
+    /// a backend may keep h where it computes it, with the same result.
+    fn h_msm(
+        &self,
+        a: Vec<Scalar>,
+        b: Vec<Scalar>,
+        c: Vec<Scalar>,
+        h_bases: &[G1Affine],
+    ) -> Result<(G1Projective, std::time::Duration), BackendError> {
+        crate::prover::h_msm_via_host(self, a, b, c, h_bases)
+    }
 }
 
 /// Checks an MSM's arguments: every selected index in range, one scalar per selected base.

@@ -84,31 +84,86 @@ struct SplitScalars {
     other_scalars: Vec<Scalar>,
 }
 
+/// Values per task of the parallel split.
+const SPLIT_CHUNK: usize = 1 << 16;
+
 impl SplitScalars {
     /// Pairs `inputs` (density `input_density`, or all) then `aux` (density `aux_density`,
-    /// or all) with consecutive base positions, as the parameter file stores them.
+    /// or all) with consecutive base positions, as the parameter file stores them. In
+    /// parallel: a counting pass per chunk of values, prefix sums, then each chunk writes
+    /// its own part of the outputs (the order is the sequential walk's).
     fn new(
         inputs: &[Scalar],
         input_density: Option<&Density>,
         aux: &[Scalar],
         aux_density: Option<&Density>,
     ) -> SplitScalars {
-        let mut s = SplitScalars::default();
+        use rayon::prelude::*;
+        // (values, density, first index) of every chunk, inputs first.
+        let chunks: Vec<(&[Scalar], Option<&Density>, usize)> = [(inputs, input_density), (aux, aux_density)]
+            .into_iter()
+            .flat_map(|(values, density)| {
+                values
+                    .chunks(SPLIT_CHUNK)
+                    .enumerate()
+                    .map(move |(k, c)| (c, density, k * SPLIT_CHUNK))
+            })
+            .collect();
+        let selected = |density: Option<&Density>, i: usize| density.is_none_or(|d| d.get(i));
+        // Per chunk: (selected, ones, others).
+        let counts: Vec<(usize, usize, usize)> = chunks
+            .par_iter()
+            .map(|&(values, density, first)| {
+                values.iter().enumerate().fold((0, 0, 0), |(n, o, x), (j, v)| {
+                    if !selected(density, first + j) {
+                        (n, o, x)
+                    } else if *v == Scalar::ONE {
+                        (n + 1, o + 1, x)
+                    } else if bool::from(v.is_zero()) {
+                        (n + 1, o, x)
+                    } else {
+                        (n + 1, o, x + 1)
+                    }
+                })
+            })
+            .collect();
+        let ones_total = counts.iter().map(|c| c.1).sum();
+        let others_total = counts.iter().map(|c| c.2).sum();
+        let mut s = SplitScalars {
+            ones: vec![0; ones_total],
+            others: vec![0; others_total],
+            other_scalars: vec![Scalar::ZERO; others_total],
+        };
+        // Each chunk's output slices and its first base position.
+        let mut parts = Vec::with_capacity(chunks.len());
+        let (mut ones, mut others, mut scalars) =
+            (&mut s.ones[..], &mut s.others[..], &mut s.other_scalars[..]);
         let mut pos = 0u32;
-        for (values, density) in [(inputs, input_density), (aux, aux_density)] {
-            for (i, v) in values.iter().enumerate() {
-                if density.is_some_and(|d| !d.get(i)) {
+        for (&chunk, &(n, o, x)) in chunks.iter().zip(&counts) {
+            let (o_here, o_rest) = std::mem::take(&mut ones).split_at_mut(o);
+            let (x_here, x_rest) = std::mem::take(&mut others).split_at_mut(x);
+            let (v_here, v_rest) = std::mem::take(&mut scalars).split_at_mut(x);
+            (ones, others, scalars) = (o_rest, x_rest, v_rest);
+            parts.push((chunk, pos, o_here, x_here, v_here));
+            pos += n as u32;
+        }
+        parts.into_par_iter().for_each(|((values, density, first), mut pos, ones, others, scalars)| {
+            let (mut o, mut x) = (0, 0);
+            for (j, v) in values.iter().enumerate() {
+                if !selected(density, first + j) {
                     continue;
                 }
                 if *v == Scalar::ONE {
-                    s.ones.push(pos);
+                    ones[o] = pos;
+                    o += 1;
                 } else if !bool::from(v.is_zero()) {
-                    s.others.push(pos);
-                    s.other_scalars.push(*v);
+                    others[x] = pos;
+                    scalars[x] = *v;
+                    x += 1;
                 }
                 pos += 1;
             }
-        }
+        });
         s
     }
 
@@ -168,8 +223,8 @@ fn timed<T>(slot: &mut Duration, f: impl FnOnce() -> T) -> T {
 }
 
 /// The coefficients of h (n - 1 of them), consuming the witness's a, b, c.
-pub fn compute_h(
-    be: &dyn Backend,
+pub fn compute_h<B: Backend + ?Sized>(
+    be: &B,
     mut a: Vec<Scalar>,
     mut b: Vec<Scalar>,
     mut c: Vec<Scalar>,
@@ -181,10 +236,36 @@ pub fn compute_h(
         be.ntt(v, NttDirection::CosetForward)?;
     }
     be.coset_quotient(&mut a, &b, &c)?;
-    drop((b, c));
+    drop_in_background((b, c));
     be.ntt(&mut a, NttDirection::CosetInverse)?;
     a.truncate(n - 1);
     Ok(a)
+}
+
+/// What [`Backend::h_msm`] means, through the backend's own NTT, quotient and MSM (h on the
+/// host between them): the default, and the fallback of backends that keep h elsewhere.
+pub fn h_msm_via_host<B: Backend + ?Sized>(
+    be: &B,
+    a: Vec<Scalar>,
+    b: Vec<Scalar>,
+    c: Vec<Scalar>,
+    h_bases: &[G1Affine],
+) -> Result<(G1Projective, Duration), BackendError> {
+    let t = Instant::now();
+    let h = compute_h(be, a, b, c)?;
+    let h_step = t.elapsed();
+    let acc = be.msm_g1(h_bases, Selection::All, &h)?;
+    drop_in_background(h);
+    Ok((acc, h_step))
+}
+
+/// Frees large buffers on a thread of their own: returning gigabytes to the system takes
+/// a noticeable fraction of a second that the proof need not wait for.
+pub fn drop_in_background<T: Send + 'static>(value: T) {
+    if std::thread::Builder::new().name("cuzk-free".into()).spawn(move || drop(value)).is_err() {
+        // No thread to be had: free here (the value was moved into the failed closure and
+        // dropped with it).
+    }
 }
 
 /// Proves one partition with blinding `r`, `s`. The witness is consumed (its a, b, c become
@@ -216,9 +297,10 @@ pub fn prove(
         b_aux_density,
     } = w;
 
-    let h = timed(&mut t.ntt_h, || compute_h(be, a, b, c))?;
-    let h_acc = timed(&mut t.msm_h, || be.msm_g1(&srs.h, Selection::All, &h))?;
-    drop(h);
+    let started = Instant::now();
+    let (h_acc, h_step) = be.h_msm(a, b, c, &srs.h)?;
+    t.ntt_h = h_step;
+    t.msm_h = started.elapsed().saturating_sub(h_step);
 
     let (l_split, (a_split, b_split)) = timed(&mut t.split, || rayon::join(
         || SplitScalars::new(&[], None, &aux_assignment, None),
@@ -240,6 +322,7 @@ pub fn prove(
     let a_acc = timed(&mut t.msm_a, || a_split.msm_g1(be, &srs.a))?;
     let b1_acc = timed(&mut t.msm_b_g1, || b_split.msm_g1(be, &srs.b_g1))?;
     let b2_acc = timed(&mut t.msm_b_g2, || b_split.msm_g2(be, &srs.b_g2))?;
+    drop_in_background((aux_assignment, input_assignment, a_aux_density, b_aux_density, l_split, a_split, b_split));
 
     let proof = timed(&mut t.assembly, || {
         let delta_g1 = G1Projective::from(vk.delta_g1);
