@@ -3,7 +3,7 @@
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use cuzk_groth16::backend::{check_msm_args, check_quotient_args, ntt_log_size};
 use cuzk_groth16::{Backend, BackendError, NttDirection, Selection, SrsShape};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::time::{Duration, Instant};
 use std::sync::Arc;
 
@@ -26,8 +26,21 @@ pub struct GpuBackend {
     gpu: Gpu,
     /// Whether [`Backend::h_msm`] may keep h on the device (on unless switched off).
     device_h: AtomicBool,
-    /// Whether the last `h_msm` call did.
-    last_device_h: AtomicBool,
+    /// Which path the last `h_msm` call took (an [`HStep`] as u8).
+    last_h: AtomicU8,
+}
+
+/// Where [`Backend::h_msm`] computed h.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HStep {
+    /// a, b, c and h on the device at once (`ProofFootprint::h_step_bytes`).
+    Device,
+    /// In one NTT's memory: b and c transformed on the device and brought back, a and h
+    /// kept there (`ProofFootprint::ntt_bytes`).
+    Lean,
+    /// Each NTT's values up and back, h uploaded again for its MSM (the reference path,
+    /// taken only when switched to with [`GpuBackend::set_device_h`]).
+    Host,
 }
 
 fn unavailable(e: GpuError) -> BackendError {
@@ -58,7 +71,7 @@ pub struct ProofFootprint {
     /// Whether every MSM runs in one chunk and all base arrays stay resident.
     pub fits_unchunked: bool,
     /// Device bytes of the H step with a, b, c and h kept on the device, and whether the
-    /// budget holds it (otherwise each NTT goes up and back, within `ntt_bytes`).
+    /// budget holds it (otherwise the lean path, within `ntt_bytes`).
     pub h_step_bytes: usize,
     pub h_on_device: bool,
 }
@@ -86,7 +99,7 @@ impl GpuBackend {
         GpuBackend {
             gpu,
             device_h: AtomicBool::new(true),
-            last_device_h: AtomicBool::new(false),
+            last_h: AtomicU8::new(HStep::Host as u8),
         }
     }
 
@@ -97,9 +110,13 @@ impl GpuBackend {
         self.device_h.store(on, Ordering::Relaxed)
     }
 
-    /// Whether the last [`Backend::h_msm`] ran on the device (false: the host path).
-    pub fn last_h_on_device(&self) -> bool {
-        self.last_device_h.load(Ordering::Relaxed)
+    /// The path the last [`Backend::h_msm`] took.
+    pub fn last_h_step(&self) -> HStep {
+        match self.last_h.load(Ordering::Relaxed) {
+            0 => HStep::Device,
+            1 => HStep::Lean,
+            _ => HStep::Host,
+        }
     }
 
     pub fn device(&self) -> &DeviceInfo {
@@ -280,7 +297,8 @@ impl Backend for GpuBackend {
 
     /// On the device when the budget holds a, b, c, a scratch buffer and a twiddle table
     /// of the domain size (`ProofFootprint::h_step_bytes`): they go up once, h is made
-    /// there and its MSM reads it in place. Otherwise the host path.
+    /// there and its MSM reads it in place. Otherwise the lean path in one NTT's memory
+    /// (h kept on the device too); the host path only when switched to.
     fn h_msm(
         &self,
         a: Vec<Scalar>,
@@ -292,15 +310,34 @@ impl Backend for GpuBackend {
         let n = a.len().max(1).next_power_of_two();
         let log_n = ntt_log_size(n)?;
         check_msm_args(h_bases.len(), Selection::All, n - 1)?;
-        let on_device = self.device_h.load(Ordering::Relaxed)
-            && log_n >= 1
-            && ntt::h_step_bytes(log_n) <= self.gpu.available();
-        self.last_device_h.store(on_device, Ordering::Relaxed);
-        if !on_device {
-            return cuzk_groth16::prover::h_msm_via_host(self, a, b, c, h_bases);
-        }
+        let path = if !self.device_h.load(Ordering::Relaxed) || log_n == 0 {
+            HStep::Host
+        } else if ntt::h_step_bytes(log_n) <= self.gpu.available() {
+            HStep::Device
+        } else {
+            HStep::Lean
+        };
+        self.last_h.store(path as u8, Ordering::Relaxed);
+        let (mut b, mut c) = (b, c);
         let t = Instant::now();
-        let h = ntt::h_on_device(&self.gpu, &a, &b, &c, log_n).map_err(unavailable)?;
+        let h = match path {
+            HStep::Host => return cuzk_groth16::prover::h_msm_via_host(self, a, b, c, h_bases),
+            HStep::Device => ntt::h_on_device(&self.gpu, &a, &b, &c, log_n),
+            HStep::Lean => {
+                let need = ntt::ntt_bytes(log_n);
+                if need > self.gpu.available() {
+                    let c = self.gpu.counters();
+                    return Err(unavailable(GpuError::OverBudget {
+                        device: self.gpu.info().ordinal,
+                        requested: need,
+                        in_use: c.in_use,
+                        budget: c.budget,
+                    }));
+                }
+                ntt::h_on_device_lean(&self.gpu, &a, &mut b, &mut c, log_n)
+            }
+        }
+        .map_err(unavailable)?;
         let h_step = t.elapsed();
         cuzk_groth16::prover::drop_in_background((a, b, c));
         let acc = msm::msm::<G1>(&self.gpu, h_bases, Selection::All, Scalars::Device(&h))

@@ -335,6 +335,105 @@ pub(crate) fn ntt(
     Ok(())
 }
 
+/// h on the device in less memory, for budgets that hold one NTT's buffers but not a, b
+/// and c at once (a 16 GB card at 2^27): b and c each go up, through their inverse and
+/// coset NTTs, and come back (into `b` and `c`, resized to the domain); then a goes up
+/// and through its NTTs, the quotient streams b and c through the scratch buffer in two
+/// halves, and the coset inverse NTT leaves h in the buffer returned, as
+/// [`h_on_device`] does. PCIe carries 7n elements (28 GiB at 2^27) against the host
+/// path's 18n (each NTT up and back, the quotient's a, b, c up and a back); device bytes:
+/// [`ntt_bytes`] and one element.
+pub(crate) fn h_on_device_lean(
+    gpu: &Gpu,
+    a: &[Scalar],
+    b: &mut Vec<Scalar>,
+    c: &mut Vec<Scalar>,
+    log_n: u32,
+) -> Result<DeviceBuffer, GpuError> {
+    let n = 1usize << log_n;
+    assert!(a.len() <= n && b.len() == a.len() && c.len() == a.len() && log_n >= 1);
+    let _region = gpu.enter()?;
+    gpu.check_cancel()?;
+    let t0 = Instant::now();
+    let mut x = gpu.alloc(n * FR_BYTES)?;
+    let mut scratch = gpu.alloc(n * FR_BYTES)?;
+    let tw = gpu.alloc(n / 2 * FR_BYTES)?;
+    let dz = gpu.alloc(FR_BYTES)?;
+    gpu.upload(&dz, &[vanishing_inverse_on_coset(n)])?;
+    let inv = plan_scalings(gpu, NttDirection::Inverse, log_n)?;
+    let fwd = plan_scalings(gpu, NttDirection::CosetForward, log_n)?;
+    let last = plan_scalings(gpu, NttDirection::CosetInverse, log_n)?;
+    let _drain = SyncOnDrop(gpu);
+    let (root, root_inv) = (
+        NttDirection::Forward.plan(log_n).root,
+        NttDirection::Inverse.plan(log_n).root,
+    );
+    let (kstart, kend) = (Event::new(true)?, Event::new(true)?);
+    kstart.record(gpu.stream())?;
+    let mut upload = std::time::Duration::ZERO;
+    let mut download = std::time::Duration::ZERO;
+    // The two forward transforms of one polynomial, into x.
+    let mut transform = |v: &[Scalar], x: &mut DeviceBuffer, scratch: &mut DeviceBuffer| -> Result<(), GpuError> {
+        gpu.memset_bytes(x.ptr() + (v.len() * FR_BYTES) as u64, (n - v.len()) * FR_BYTES, 0)?;
+        let tu = Instant::now();
+        gpu.upload_slice(x, v, None)?;
+        upload += tu.elapsed();
+        twiddles(gpu, root_inv, log_n, &tw)?;
+        run_passes(gpu, x, scratch, tw.ptr(), log_n, inv.0.as_ref(), inv.1.as_ref())?;
+        twiddles(gpu, root, log_n, &tw)?;
+        run_passes(gpu, x, scratch, tw.ptr(), log_n, fwd.0.as_ref(), fwd.1.as_ref())
+    };
+    for v in [&mut *b, &mut *c] {
+        gpu.check_cancel()?;
+        transform(&v[..], &mut x, &mut scratch)?;
+        v.resize(n, Scalar::ZERO);
+        let td = Instant::now();
+        gpu.download_to(&mut v[..], x.ptr())?;
+        download += td.elapsed();
+    }
+    gpu.check_cancel()?;
+    transform(a, &mut x, &mut scratch)?;
+    // The quotient over halves: b's and c's half side by side in the scratch buffer.
+    let half = n / 2;
+    for lo in [0, half] {
+        gpu.check_cancel()?;
+        // The copy stream writes the scratch buffer only once the compute stream is done
+        // with it (a's last pass, or the previous half's quotient).
+        let read = Event::new(false)?;
+        read.record(gpu.stream())?;
+        read.wait_in(gpu.copy_stream())?;
+        let (sb, sc) = (scratch.ptr(), scratch.ptr() + (half * FR_BYTES) as u64);
+        let tu = Instant::now();
+        gpu.upload_with(sb, half, None, |start, out: &mut [Scalar]| {
+            out.copy_from_slice(&b[lo + start..lo + start + out.len()])
+        })?;
+        gpu.upload_with(sc, half, None, |start, out: &mut [Scalar]| {
+            out.copy_from_slice(&c[lo + start..lo + start + out.len()])
+        })?;
+        upload += tu.elapsed();
+        let (pa, pz, count) = (x.ptr() + (lo * FR_BYTES) as u64, dz.ptr(), half as u32);
+        gpu.launch(
+            gpu.kernels.fr_coset_quotient,
+            half,
+            BLOCK,
+            0,
+            &mut [arg(&pa), arg(&sb), arg(&sc), arg(&pz), arg(&count)],
+        )?;
+    }
+    twiddles(gpu, root_inv, log_n, &tw)?;
+    run_passes(gpu, &mut x, &mut scratch, tw.ptr(), log_n, last.0.as_ref(), last.1.as_ref())?;
+    kend.record(gpu.stream())?;
+    gpu.sync()?;
+    drop(_drain);
+    gpu.set_timings(OpTimings {
+        upload,
+        compute: t0.elapsed().saturating_sub(upload + download),
+        download,
+        kernels: kend.since(&kstart)?,
+    });
+    Ok(x)
+}
+
 /// Device bytes of the H step kept on the device ([`h_on_device`]) at 2^log_n: a, b, c
 /// and one scratch buffer of the domain size, one twiddle table, the small tables.
 pub(crate) fn h_step_bytes(log_n: u32) -> usize {

@@ -11,7 +11,7 @@ use std::time::Instant;
 
 use blstrs::{G1Affine, G2Affine, Scalar};
 use common::*;
-use cuzk_gpu::{GpuBackend, VramBudget};
+use cuzk_gpu::{GpuBackend, HStep, VramBudget};
 use cuzk_groth16::{Backend, BackendError, CpuBackend, NttDirection, Selection};
 use ff::Field;
 use group::prime::PrimeCurveAffine;
@@ -500,8 +500,8 @@ fn resident_bases_are_reused_and_equal() {
 
 /// The H step and its MSM with a, b, c and h kept on the device equal the CPU backend's,
 /// at witness lengths that are and are not powers of two (zero-padded to the domain on
-/// the device), from 2^10 to 2^22; the host path (switched on, and forced by a budget
-/// that cannot hold a, b, c) equals it too.
+/// the device), from 2^10 to 2^22; the lean path (a budget that cannot hold a, b and c
+/// at once) and the host path (switched to) equal it too.
 #[test]
 fn h_step_on_device_matches_cpu() {
     let Some((gpu, _serial)) = gpu() else { return };
@@ -521,23 +521,23 @@ fn h_step_on_device_matches_cpu() {
         let hb = &bases[..n - 1];
         let (want, _) = CpuBackend.h_msm(a.clone(), b.clone(), c.clone(), hb).unwrap();
         let (got, _) = gpu.h_msm(a.clone(), b.clone(), c.clone(), hb).unwrap();
-        assert!(gpu.last_h_on_device(), "len {len}: the budget holds it, so the device path ran");
+        assert_eq!(gpu.last_h_step(), HStep::Device, "len {len}: the budget holds it");
         assert_eq!(got, want, "h step on the device, len {len} (domain {n}), differs from the CPU backend");
         assert_arena_empty(gpu);
         if k == 2 {
             gpu.set_device_h(false);
             let (host, _) = gpu.h_msm(a.clone(), b.clone(), c.clone(), hb).unwrap();
             gpu.set_device_h(true);
-            assert!(!gpu.last_h_on_device());
+            assert_eq!(gpu.last_h_step(), HStep::Host);
             assert_eq!(host, want, "host path, len {len}");
         }
         if len == (1 << 20) - 7 {
-            // A budget that holds one NTT but not a, b, c and h at once: the host path.
+            // A budget that holds one NTT but not a, b, c and h at once: the lean path.
             let small = GpuBackend::open(0, VramBudget::Bytes(3 * n * 32)).expect("second handle");
             assert!(!small.plan_footprint(&cuzk_groth16::SrsShape { ic: 1, h: n - 1, l: 0, a: 0, b_g1: 0, b_g2: 0 }).h_on_device);
             let (chunked, _) = small.h_msm(a, b, c, hb).unwrap();
-            assert!(!small.last_h_on_device(), "3n elements cannot hold the device path's 4n");
-            assert_eq!(chunked, want, "host path under a small budget, len {len}");
+            assert_eq!(small.last_h_step(), HStep::Lean, "3n elements cannot hold the device path's 4n");
+            assert_eq!(chunked, want, "lean path under a small budget, len {len}");
             assert_eq!(small.arena_counters().in_use, 0);
         }
     }
@@ -546,5 +546,5 @@ fn h_step_on_device_matches_cpu() {
     assert!(matches!(err, Err(BackendError::LengthMismatch { .. })), "{err:?}");
     let err = gpu.h_msm(vec![Scalar::ONE; 8], vec![Scalar::ONE; 8], vec![Scalar::ONE; 8], &bases[..8]);
     assert!(matches!(err, Err(BackendError::LengthMismatch { .. })), "{err:?}");
-    say(&format!("h step on the device: {} lengths equal to the CPU backend, host path too", lens.len()));
+    say(&format!("h step on the device: {} lengths equal to the CPU backend, lean and host paths too", lens.len()));
 }

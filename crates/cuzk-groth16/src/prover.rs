@@ -48,9 +48,12 @@ pub struct ProveTimings {
     /// NTTs and the coset quotient: a, b, c to the coefficients of h.
     pub ntt_h: Duration,
     pub msm_h: Duration,
-    /// Pairing the aux and input values with the L, A and B bases: zeros dropped, ones
-    /// listed for a batch sum, the rest kept for an MSM.
+    /// Pairing the aux and input values with the L, A and B bases (zeros dropped, ones
+    /// listed for a batch sum, the rest kept for an MSM): the time it added after the H
+    /// step and its MSM, beside which it runs on the CPU.
     pub split: Duration,
+    /// The split's own duration, from the start of the H step (not part of `total`).
+    pub split_beside_h: Duration,
     pub msm_l: Duration,
     pub msm_a: Duration,
     pub msm_b_g1: Duration,
@@ -67,6 +70,7 @@ impl ProveTimings {
         self.ntt_h += o.ntt_h;
         self.msm_h += o.msm_h;
         self.split += o.split;
+        self.split_beside_h += o.split_beside_h;
         self.msm_l += o.msm_l;
         self.msm_a += o.msm_a;
         self.msm_b_g1 += o.msm_b_g1;
@@ -87,44 +91,66 @@ struct SplitScalars {
 /// Values per task of the parallel split.
 const SPLIT_CHUNK: usize = 1 << 16;
 
+/// What a value is to the split: dropped, summed, or multiplied.
+const ZERO: u8 = 0;
+const ONE: u8 = 1;
+const OTHER: u8 = 2;
+
+/// One byte per value (ZERO, ONE or OTHER), in parallel: the three splits then read bytes,
+/// not 32-byte field elements, and touch the values only for the few that are neither.
+fn classify(values: &[Scalar]) -> Vec<u8> {
+    use rayon::prelude::*;
+    values
+        .par_iter()
+        .with_min_len(SPLIT_CHUNK)
+        .map(|v| {
+            if *v == Scalar::ONE {
+                ONE
+            } else if bool::from(v.is_zero()) {
+                ZERO
+            } else {
+                OTHER
+            }
+        })
+        .collect()
+}
+
+/// Values with their classes ([`classify`]) and the density that selects them (None: all).
+#[derive(Clone, Copy)]
+struct Classified<'a> {
+    values: &'a [Scalar],
+    class: &'a [u8],
+    density: Option<&'a Density>,
+}
+
 impl SplitScalars {
-    /// Pairs `inputs` (density `input_density`, or all) then `aux` (density `aux_density`,
-    /// or all) with consecutive base positions, as the parameter file stores them. In
-    /// parallel: a counting pass per chunk of values, prefix sums, then each chunk writes
-    /// its own part of the outputs (the order is the sequential walk's).
-    fn new(
-        inputs: &[Scalar],
-        input_density: Option<&Density>,
-        aux: &[Scalar],
-        aux_density: Option<&Density>,
-    ) -> SplitScalars {
+    /// Pairs the selected `inputs` then the selected `aux` with consecutive base positions,
+    /// as the parameter file stores them. In parallel: a counting pass per chunk of values,
+    /// prefix sums, then each chunk writes its own part of the outputs (the order is the
+    /// sequential walk's).
+    fn new(inputs: Classified<'_>, aux: Classified<'_>) -> SplitScalars {
         use rayon::prelude::*;
-        // (values, density, first index) of every chunk, inputs first.
-        let chunks: Vec<(&[Scalar], Option<&Density>, usize)> = [(inputs, input_density), (aux, aux_density)]
+        // (part, first index) of every chunk, inputs first.
+        let chunks: Vec<(Classified<'_>, usize)> = [inputs, aux]
             .into_iter()
-            .flat_map(|(values, density)| {
-                values
-                    .chunks(SPLIT_CHUNK)
-                    .enumerate()
-                    .map(move |(k, c)| (c, density, k * SPLIT_CHUNK))
+            .flat_map(|part| {
+                (0..part.values.len()).step_by(SPLIT_CHUNK).map(move |first| (part, first))
             })
             .collect();
-        let selected = |density: Option<&Density>, i: usize| density.is_none_or(|d| d.get(i));
+        let range = |first: usize, part: &Classified<'_>| first..(first + SPLIT_CHUNK).min(part.values.len());
         // Per chunk: (selected, ones, others).
         let counts: Vec<(usize, usize, usize)> = chunks
             .par_iter()
-            .map(|&(values, density, first)| {
-                values.iter().enumerate().fold((0, 0, 0), |(n, o, x), (j, v)| {
-                    if !selected(density, first + j) {
-                        (n, o, x)
-                    } else if *v == Scalar::ONE {
-                        (n + 1, o + 1, x)
-                    } else if bool::from(v.is_zero()) {
-                        (n + 1, o, x)
-                    } else {
-                        (n + 1, o, x + 1)
+            .map(|(part, first)| {
+                let mut k = [0usize; 3];
+                let mut selected = 0;
+                for i in range(*first, part) {
+                    if part.density.is_none_or(|d| d.get(i)) {
+                        selected += 1;
+                        k[part.class[i] as usize] += 1;
                     }
-                })
+                }
+                (selected, k[ONE as usize], k[OTHER as usize])
             })
             .collect();
         let ones_total = counts.iter().map(|c| c.1).sum();
@@ -147,24 +173,58 @@ impl SplitScalars {
             parts.push((chunk, pos, o_here, x_here, v_here));
             pos += n as u32;
         }
-        parts.into_par_iter().for_each(|((values, density, first), mut pos, ones, others, scalars)| {
+        parts.into_par_iter().for_each(|((part, first), mut pos, ones, others, scalars)| {
             let (mut o, mut x) = (0, 0);
-            for (j, v) in values.iter().enumerate() {
-                if !selected(density, first + j) {
+            for i in range(first, &part) {
+                if !part.density.is_none_or(|d| d.get(i)) {
                     continue;
                 }
-                if *v == Scalar::ONE {
-                    ones[o] = pos;
-                    o += 1;
-                } else if !bool::from(v.is_zero()) {
-                    others[x] = pos;
-                    scalars[x] = *v;
-                    x += 1;
+                match part.class[i] {
+                    ONE => {
+                        ones[o] = pos;
+                        o += 1;
+                    }
+                    OTHER => {
+                        others[x] = pos;
+                        scalars[x] = part.values[i];
+                        x += 1;
+                    }
+                    _ => {}
                 }
                 pos += 1;
             }
         });
         s
+    }
+
+    /// The L, A and B splits of a witness.
+    fn of_witness(
+        input_assignment: &[Scalar],
+        aux_assignment: &[Scalar],
+        a_aux_density: &Density,
+        b_input_density: &Density,
+        b_aux_density: &Density,
+    ) -> (SplitScalars, SplitScalars, SplitScalars) {
+        let (input_class, aux_class) =
+            rayon::join(|| classify(input_assignment), || classify(aux_assignment));
+        let part = |values, class, density| Classified { values, class, density };
+        let inputs = part(input_assignment, &input_class[..], None);
+        let aux = part(aux_assignment, &aux_class[..], None);
+        let (l, (a, b)) = rayon::join(
+            || SplitScalars::new(part(&[], &[], None), aux),
+            || {
+                rayon::join(
+                    || SplitScalars::new(inputs, Classified { density: Some(a_aux_density), ..aux }),
+                    || {
+                        SplitScalars::new(
+                            Classified { density: Some(b_input_density), ..inputs },
+                            Classified { density: Some(b_aux_density), ..aux },
+                        )
+                    },
+                )
+            },
+        );
+        (l, a, b)
     }
 
     fn msm_g1(&self, be: &dyn Backend, bases: &[G1Affine]) -> Result<G1Projective, BackendError> {
@@ -297,27 +357,32 @@ pub fn prove(
         b_aux_density,
     } = w;
 
+    // The H step and its MSM on the backend while the CPU splits the other MSMs' scalars.
     let started = Instant::now();
-    let (h_acc, h_step) = be.h_msm(a, b, c, &srs.h)?;
+    let (h_result, split_result) = std::thread::scope(|sc| {
+        let splitter = sc.spawn(|| {
+            let t0 = Instant::now();
+            let splits = SplitScalars::of_witness(
+                &input_assignment,
+                &aux_assignment,
+                &a_aux_density,
+                &b_input_density,
+                &b_aux_density,
+            );
+            (splits, t0.elapsed())
+        });
+        let h = be.h_msm(a, b, c, &srs.h);
+        let h_done = Instant::now();
+        let splits = splitter.join();
+        (h.map(|r| (r, h_done)), splits)
+    });
+    let ((h_acc, h_step), h_done) = h_result?;
+    let ((l_split, a_split, b_split), split_time) =
+        split_result.unwrap_or_else(|panic| std::panic::resume_unwind(panic));
     t.ntt_h = h_step;
-    t.msm_h = started.elapsed().saturating_sub(h_step);
-
-    let (l_split, (a_split, b_split)) = timed(&mut t.split, || rayon::join(
-        || SplitScalars::new(&[], None, &aux_assignment, None),
-        || {
-            rayon::join(
-                || SplitScalars::new(&input_assignment, None, &aux_assignment, Some(&a_aux_density)),
-                || {
-                    SplitScalars::new(
-                        &input_assignment,
-                        Some(&b_input_density),
-                        &aux_assignment,
-                        Some(&b_aux_density),
-                    )
-                },
-            )
-        },
-    ));
+    t.msm_h = (h_done - started).saturating_sub(h_step);
+    t.split = h_done.elapsed();
+    t.split_beside_h = split_time;
     let l_acc = timed(&mut t.msm_l, || l_split.msm_g1(be, &srs.l))?;
     let a_acc = timed(&mut t.msm_a, || a_split.msm_g1(be, &srs.a))?;
     let b1_acc = timed(&mut t.msm_b_g1, || b_split.msm_g1(be, &srs.b_g1))?;

@@ -246,7 +246,10 @@ where
 }
 
 /// Random parameters with exactly `shape`'s section sizes (shape-only: no setup made them,
-/// no proof made with them verifies). Host memory: `shape.point_bytes()`.
+/// no proof made with them verifies). Host memory: `shape.point_bytes()`. The G1 sections
+/// h, l, a and b_g1 are prefixes of one pool of distinct random points (generating 47 GB
+/// point by point costs minutes; copying takes seconds): points are distinct within each
+/// section, which is what an MSM's cost depends on.
 pub fn random_srs(shape: &SrsShape, seed: u64) -> Srs {
     let mut r = rng(seed, 0);
     let g1 = |r: &mut ChaCha20Rng| G1Projective::random(r).to_affine();
@@ -260,13 +263,16 @@ pub fn random_srs(shape: &SrsShape, seed: u64) -> Srs {
         delta_g2: g2(&mut r),
         ic: random_points::<G1Projective>(shape.ic, seed, 1),
     };
+    let largest = shape.h.max(shape.l).max(shape.a).max(shape.b_g1);
+    let pool = random_points::<G1Projective>(largest, seed, 2);
+    let prefix = |n: usize| pool[..n].to_vec();
     Srs {
         path: PathBuf::from(format!("<random shape-only parameters, seed {seed}>")),
         vk,
-        h: random_points::<G1Projective>(shape.h, seed, 2),
-        l: random_points::<G1Projective>(shape.l, seed, 3),
-        a: random_points::<G1Projective>(shape.a, seed, 4),
-        b_g1: random_points::<G1Projective>(shape.b_g1, seed, 5),
+        h: prefix(shape.h),
+        l: prefix(shape.l),
+        a: prefix(shape.a),
+        b_g1: prefix(shape.b_g1),
         b_g2: random_points::<G2Projective>(shape.b_g2, seed, 6),
     }
 }
