@@ -1,6 +1,7 @@
 //! [`GpuBackend`]: the `cuzk_groth16::Backend` trait on one GPU.
 
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
+use ff::Field;
 use cuzk_groth16::backend::{check_msm_args, check_quotient_args, ntt_log_size};
 use cuzk_groth16::{Backend, BackendError, NttDirection, Selection, SrsShape};
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
@@ -340,8 +341,21 @@ impl Backend for GpuBackend {
         .map_err(unavailable)?;
         let h_step = t.elapsed();
         cuzk_groth16::prover::drop_in_background((a, b, c));
-        let acc = msm::msm::<G1>(&self.gpu, h_bases, Selection::All, Scalars::Device(&h))
-            .map_err(unavailable)?;
+        // Measurement switch: CUZK_GPU_H_MSM_FROM_HOST=1 brings h back and uploads it again
+        // for its MSM (as the host path's MSM does), to compare the two MSM inputs.
+        let acc = if std::env::var("CUZK_GPU_H_MSM_FROM_HOST").is_ok_and(|v| v == "1") {
+            let mut host = vec![Scalar::ZERO; n - 1];
+            {
+                let _region = self.gpu.enter().map_err(unavailable)?;
+                self.gpu.download_to(&mut host, h.ptr()).map_err(unavailable)?;
+                self.gpu.sync().map_err(unavailable)?;
+            }
+            drop(h);
+            msm::msm::<G1>(&self.gpu, h_bases, Selection::All, Scalars::Host(&host))
+        } else {
+            msm::msm::<G1>(&self.gpu, h_bases, Selection::All, Scalars::Device(&h))
+        }
+        .map_err(unavailable)?;
         Ok((acc, h_step))
     }
 }

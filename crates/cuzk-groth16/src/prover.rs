@@ -319,9 +319,18 @@ pub fn h_msm_via_host<B: Backend + ?Sized>(
     Ok((acc, h_step))
 }
 
+/// A measurement switch from the environment (read at each call): "0" is off, "1" on.
+fn knob(name: &str, default: bool) -> bool {
+    std::env::var(name).map_or(default, |v| v != "0")
+}
+
 /// Frees large buffers on a thread of their own: returning gigabytes to the system takes
 /// a noticeable fraction of a second that the proof need not wait for.
 pub fn drop_in_background<T: Send + 'static>(value: T) {
+    if !knob("CUZK_PROVER_FREE_BACKGROUND", true) {
+        drop(value);
+        return;
+    }
     if std::thread::Builder::new().name("cuzk-free".into()).spawn(move || drop(value)).is_err() {
         // No thread to be had: free here (the value was moved into the failed closure and
         // dropped with it).
@@ -359,23 +368,29 @@ pub fn prove(
 
     // The H step and its MSM on the backend while the CPU splits the other MSMs' scalars.
     let started = Instant::now();
-    let (h_result, split_result) = std::thread::scope(|sc| {
-        let splitter = sc.spawn(|| {
-            let t0 = Instant::now();
-            let splits = SplitScalars::of_witness(
-                &input_assignment,
-                &aux_assignment,
-                &a_aux_density,
-                &b_input_density,
-                &b_aux_density,
-            );
-            (splits, t0.elapsed())
-        });
+    let split = || {
+        let t0 = Instant::now();
+        let splits = SplitScalars::of_witness(
+            &input_assignment,
+            &aux_assignment,
+            &a_aux_density,
+            &b_input_density,
+            &b_aux_density,
+        );
+        (splits, t0.elapsed())
+    };
+    let (h_result, split_result) = if knob("CUZK_PROVER_SPLIT_BESIDE_H", true) {
+        std::thread::scope(|sc| {
+            let splitter = sc.spawn(split);
+            let h = be.h_msm(a, b, c, &srs.h);
+            let h_done = Instant::now();
+            (h.map(|r| (r, h_done)), splitter.join())
+        })
+    } else {
         let h = be.h_msm(a, b, c, &srs.h);
         let h_done = Instant::now();
-        let splits = splitter.join();
-        (h.map(|r| (r, h_done)), splits)
-    });
+        (h.map(|r| (r, h_done)), Ok(split()))
+    };
     let ((h_acc, h_step), h_done) = h_result?;
     let ((l_split, a_split, b_split), split_time) =
         split_result.unwrap_or_else(|panic| std::panic::resume_unwind(panic));
