@@ -97,3 +97,34 @@ fn bad_c1_and_unavailable_backend_fail_clearly() {
         assert!(e.contains("GPU backend unavailable") && (e.contains("no CUDA") || e.contains("built without GPU kernels")), "{e}");
     }
 }
+
+/// CI's run of the shape bench: a tiny shape on the CPU backend through the prover's own
+/// path, the scalar mix measured on the real 2 KiB witness, every stage timed and nothing
+/// outside a stage; a shape it cannot make is refused by name.
+#[test]
+fn shape_bench_runs_a_tiny_shape_on_the_cpu_and_refuses_unknown_shapes() {
+    let f = fixture();
+    let o = bench(&["shape-bench", "--shape", "2^12", "--backend", "cpu", "--mix-c1", s(&f.c1_path())]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains("SHAPE-ONLY INPUTS") && stdout.contains("cannot verify"), "{stdout}");
+    for part in ["a ", "b ", "c ", "aux"] {
+        assert!(stdout.lines().any(|l| l.trim_start().starts_with(part) && l.contains("% zero")), "no {part} mix in:\n{stdout}");
+    }
+    for stage in ["h step", "msm h", "scalar split", "msm l", "msm a", "msm b_g1", "msm b_g2", "assembly", "wall of prove()"] {
+        assert!(stdout.contains(stage), "no {stage} in:\n{stdout}");
+    }
+    let uncounted: f64 = stdout
+        .lines()
+        .find(|l| l.contains("in no stage"))
+        .and_then(|l| l.split_whitespace().rev().nth(1)?.parse().ok())
+        .expect("an 'in no stage' line");
+    assert!(uncounted < 5.0, "{uncounted} ms of prove() in no stage:\n{stdout}");
+
+    let o = bench(&["shape-bench", "--shape", "64GiB", "--backend", "cpu"]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("shape \"64GiB\""), "{}", stderr(&o));
+    let o = bench(&["shape-bench", "--shape", "2^12", "--budgets", "14 potatoes"]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("budget \"14 potatoes\""), "{}", stderr(&o));
+}
