@@ -119,6 +119,16 @@ enum Cmd {
     },
     /// GPU micro-benchmarks and a whole 2 KiB PoRep proof against floors and sppark (a GPU machine).
     GpuBench(gpu_bench::GpuBenchArgs),
+    /// Partition synthesis, the reference path against the compiled circuit, in the same
+    /// run: times, ratio, the compiled circuit's size; witnesses checked equal.
+    SynthBench {
+        /// C1 output [default: the 2 KiB fixture's].
+        #[arg(long)]
+        c1: Option<PathBuf>,
+        /// Rounds of each, alternating; the best of each is compared.
+        #[arg(long, default_value_t = 3)]
+        rounds: usize,
+    },
     /// The prover at a partition's shape (e.g. 32 GiB) on shape-only inputs: stage times,
     /// VRAM and host memory, ratio to the goal (a benchmark; its proofs cannot verify).
     ShapeBench(shape_bench::ShapeBenchArgs),
@@ -371,6 +381,7 @@ fn run(cli: Cli) -> Result<()> {
         Cmd::Metrics { daemon } => block_on(client::metrics(&daemon.daemon()))?,
         Cmd::GpuBench(args) => gpu_bench::run(&args)?,
         Cmd::ShapeBench(args) => shape_bench::run(&args)?,
+        Cmd::SynthBench { c1, rounds } => synth_bench(c1, rounds.max(1))?,
         Cmd::BenchC2 {
             fixture_dir,
             rounds,
@@ -438,6 +449,68 @@ fn bench_c2(f: Fixture, rounds: usize, be: &dyn Backend) -> Result<()> {
         );
     }
     println!("  (ratio = filecoin-proofs time / cuzk time; > 1 means cuzk is faster; both verify)");
+    Ok(())
+}
+
+/// Reference and compiled synthesis of partition 0, alternating, in one process.
+fn synth_bench(c1: Option<PathBuf>, rounds: usize) -> Result<()> {
+    use cuzk_filecoin::synthesis::{clear_compiled, compiled_for, SynthesisPath};
+    let path = c1.unwrap_or_else(|| default_fixture_dir(2048).join("c1.json"));
+    let input = parse_c1(&std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?)?;
+    let job = cuzk_filecoin::PoRepJob::new(&input)?;
+    println!(
+        "synth-bench: {:?}, partition 0 of {}, {} cores, {} round(s) of each",
+        input.registered_proof(),
+        job.partitions(),
+        std::thread::available_parallelism().map_or(1, |n| n.get()),
+        rounds
+    );
+    clear_compiled();
+    let t = Instant::now();
+    let (recorded, _) = job.synthesize_with(0, SynthesisPath::Compiled)?;
+    let record = t.elapsed();
+    let compiled = compiled_for(&job.circuit_key()).context("no compiled circuit after recording")?;
+    println!(
+        "  recording (first use): {:.3} s; compiled circuit: {} constraints, {} + {} + {} terms, {} distinct coefficients, {:.1} MiB",
+        record.as_secs_f64(),
+        compiled.num_constraints(),
+        compiled.a.terms(),
+        compiled.b.terms(),
+        compiled.c.terms(),
+        compiled.dictionary_len(),
+        compiled.bytes() as f64 / (1u64 << 20) as f64
+    );
+    let (mut best_ref, mut best_fast) = (Duration::MAX, Duration::MAX);
+    for round in 1..=rounds {
+        let t = Instant::now();
+        let (reference, rt) = job.synthesize_with(0, SynthesisPath::Reference)?;
+        let r = t.elapsed();
+        let t = Instant::now();
+        let (fast, ft) = job.synthesize_with(0, SynthesisPath::Compiled)?;
+        let f = t.elapsed();
+        if fast != reference || recorded != reference {
+            bail!("round {round}: the compiled path's witness differs from the reference");
+        }
+        println!(
+            "  round {round}: reference {:.3} s (circuit {:.3}), compiled {:.3} s (circuit {:.3}); witnesses equal",
+            r.as_secs_f64(),
+            rt.circuit.as_secs_f64(),
+            f.as_secs_f64(),
+            ft.circuit.as_secs_f64()
+        );
+        best_ref = best_ref.min(r);
+        best_fast = best_fast.min(f);
+    }
+    let witness_bytes = |w: &cuzk_groth16::PartitionWitness| {
+        (w.a.len() + w.b.len() + w.c.len() + w.input_assignment.len() + w.aux_assignment.len()) * 32
+    };
+    println!(
+        "=== synth-bench: reference best {:.3} s, compiled best {:.3} s: {:.2}x (reference / compiled); witness {:.1} MiB ===",
+        best_ref.as_secs_f64(),
+        best_fast.as_secs_f64(),
+        best_ref.as_secs_f64() / best_fast.as_secs_f64(),
+        witness_bytes(&recorded) as f64 / (1u64 << 20) as f64
+    );
     Ok(())
 }
 

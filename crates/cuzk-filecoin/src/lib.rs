@@ -4,6 +4,8 @@
 //! - [`params`]: parameter files by Filecoin's naming, and filecoin-proofs' directories;
 //! - [`porep`]: PoRep C2 (every registered seal proof, 2 KiB to 64 GiB; interactive,
 //!   synthetic and non-interactive), verified with filecoin-proofs before it is returned;
+//! - [`synthesis`]: partition circuits to witnesses through their compiled circuit (recorded
+//!   once per proof type), or the reference path;
 //! - [`vanilla_shape`]: the shape a C1 output's vanilla proofs must have for their proof type,
 //!   checked by [`PoRepJob::new`] before any circuit is built;
 //! - [`fixture`]: test parameters and a sealed small sector, cached.
@@ -15,6 +17,7 @@ pub mod c1;
 pub mod fixture;
 pub mod params;
 pub mod porep;
+pub mod synthesis;
 pub mod vanilla_shape;
 
 pub use c1::{parse_c1, C1Error, C1Input};

@@ -160,6 +160,8 @@ pub struct SynthesisTimings {
     pub circuit: Duration,
     /// Synthesis into the witness, and the satisfaction check.
     pub synthesis: Duration,
+    /// Which path made the witness (see [`crate::synthesis`]).
+    pub run: Option<crate::synthesis::SynthesisRun>,
 }
 
 /// Time of the last step: NI-PoRep aggregation and verification.
@@ -212,7 +214,27 @@ impl PoRepJob {
                 self.partitions()
             )));
         }
-        self.shape.synthesize(k)
+        self.shape.synthesize(k, crate::synthesis::SynthesisPath::from_env())
+    }
+
+    /// As [`PoRepJob::synthesize`] on the given path (tests and benches compare them).
+    pub fn synthesize_with(
+        &self,
+        k: usize,
+        path: crate::synthesis::SynthesisPath,
+    ) -> Result<(PartitionWitness, SynthesisTimings), PoRepError> {
+        if k >= self.partitions() {
+            return Err(PoRepError::BadInput(format!(
+                "partition {k} asked of a proof with {} partitions",
+                self.partitions()
+            )));
+        }
+        self.shape.synthesize(k, path)
+    }
+
+    /// The key of this proof type's compiled circuit (see [`crate::synthesis`]).
+    pub fn circuit_key(&self) -> String {
+        circuit_key(self.c1.registered_proof)
     }
 
     /// The output bytes from all partition proofs, in order, exactly as filecoin-proofs'
@@ -243,15 +265,25 @@ impl PoRepJob {
 /// the Merkle tree shape; this erases it).
 trait ShapeJob: Send + Sync {
     fn partitions(&self) -> usize;
-    fn synthesize(&self, k: usize) -> Result<(PartitionWitness, SynthesisTimings), PoRepError>;
+    fn synthesize(
+        &self,
+        k: usize,
+        path: crate::synthesis::SynthesisPath,
+    ) -> Result<(PartitionWitness, SynthesisTimings), PoRepError>;
     /// Partition proofs (concatenated) to output bytes: as they are, or aggregated (NI-PoRep).
     fn output(&self, proofs: Vec<u8>, c1: &SealCommitPhase1Output) -> Result<Vec<u8>, PoRepError>;
+}
+
+/// One compiled circuit per seal proof type: its partitions share one structure.
+fn circuit_key(proof: RegisteredSealProof) -> String {
+    format!("porep-{proof:?}")
 }
 
 type Compound<Tree> = StackedCompound<Tree, DefaultPieceHasher>;
 type Drg<Tree> = StackedDrg<'static, Tree, DefaultPieceHasher>;
 
 struct Shaped<Tree: 'static + MerkleTreeTrait> {
+    proof_type: RegisteredSealProof,
     config: PoRepConfig,
     vanilla: Vec<Vec<stacked::Proof<Tree, DefaultPieceHasher>>>,
     public_inputs: stacked::PublicInputs<<Tree::Hasher as Hasher>::Domain, DefaultPieceDomain>,
@@ -304,6 +336,7 @@ fn shape_job<Tree: 'static + MerkleTreeTrait>(
     let expected = ExpectedShape::new(proof_type, &config, &vanilla_params).map_err(bad_shape)?;
     check_vanilla_shape(&expected, &vanilla_params, &public_inputs, &vanilla).map_err(bad_shape)?;
     Ok(Box::new(Shaped {
+        proof_type,
         config,
         vanilla,
         public_inputs,
@@ -316,26 +349,41 @@ impl<Tree: 'static + MerkleTreeTrait> ShapeJob for Shaped<Tree> {
         self.vanilla.len()
     }
 
-    fn synthesize(&self, k: usize) -> Result<(PartitionWitness, SynthesisTimings), PoRepError> {
+    fn synthesize(
+        &self,
+        k: usize,
+        path: crate::synthesis::SynthesisPath,
+    ) -> Result<(PartitionWitness, SynthesisTimings), PoRepError> {
         let mut t = SynthesisTimings::default();
+        let circuit_time = std::cell::Cell::new(Duration::ZERO);
+        let make = || {
+            let start = Instant::now();
+            let c = <Compound<Tree> as CompoundProof<Drg<Tree>, _>>::circuit(
+                &self.public_inputs,
+                Default::default(),
+                &self.vanilla[k],
+                &self.vanilla_params,
+                Some(k),
+            )
+            .map_err(|e| PoRepError::Circuit { partition: k, reason: format!("{e:#}") });
+            circuit_time.set(circuit_time.get() + start.elapsed());
+            c
+        };
         let start = Instant::now();
-        let circuit = <Compound<Tree> as CompoundProof<Drg<Tree>, _>>::circuit(
-            &self.public_inputs,
-            Default::default(),
-            &self.vanilla[k],
-            &self.vanilla_params,
-            Some(k),
-        )
-        .map_err(|e| PoRepError::Circuit { partition: k, reason: format!("{e:#}") })?;
-        t.circuit = start.elapsed();
-
-        let start = Instant::now();
-        let witness = PartitionWitness::synthesize(circuit)
-            .map_err(|e| PoRepError::Synthesis { partition: k, reason: e.to_string() })?;
-        if let Some(constraint) = witness.first_unsatisfied() {
+        let (witness, run) = crate::synthesis::synthesize(
+            &circuit_key(self.proof_type),
+            path,
+            make,
+            |e| PoRepError::Synthesis { partition: k, reason: e.to_string() },
+        )?;
+        t.circuit = circuit_time.get();
+        t.run = Some(run);
+        // (A compiled run was checked by the synthesis path already.)
+        let checked = run == crate::synthesis::SynthesisRun::Compiled;
+        if let Some(constraint) = if checked { None } else { witness.first_unsatisfied() } {
             return Err(PoRepError::Unsatisfied { partition: k, constraint });
         }
-        t.synthesis = start.elapsed();
+        t.synthesis = start.elapsed().saturating_sub(t.circuit);
         Ok((witness, t))
     }
 

@@ -6,6 +6,7 @@
 //! bellperson's ([`proof`]).
 
 pub mod backend;
+pub mod compiled;
 pub mod cpu;
 pub mod proof;
 pub mod prover;

@@ -113,11 +113,7 @@ impl PartitionWitness {
     /// Synthesizes `circuit` the way bellperson's prover does.
     pub fn synthesize<C: Circuit<Scalar>>(circuit: C) -> Result<Self, SynthesisError> {
         let mut cs = WitnessCs::new();
-        cs.alloc_input(|| "one", || Ok(Scalar::ONE))?;
-        circuit.synthesize(&mut cs)?;
-        for i in 0..cs.w.input_assignment.len() {
-            cs.enforce(|| "", |lc| lc + Variable::new_unchecked(Index::Input(i)), |lc| lc, |lc| lc);
-        }
+        synthesize_into(&mut cs, circuit)?;
         Ok(cs.w)
     }
 
@@ -135,8 +131,40 @@ impl PartitionWitness {
     }
 }
 
-/// The constraint system that records a [`PartitionWitness`]. Extensible, so circuits that
-/// synthesize pieces in parallel (storage-proofs' stacked circuit does) can use all cores.
+/// A constraint system that knows how many inputs it holds.
+pub(crate) trait CountsInputs: ConstraintSystem<Scalar> {
+    fn input_count(&self) -> usize;
+}
+
+impl CountsInputs for WitnessCs {
+    fn input_count(&self) -> usize {
+        self.w.input_assignment.len()
+    }
+}
+
+impl CountsInputs for crate::compiled::RecordingCs {
+    fn input_count(&self) -> usize {
+        self.input_count()
+    }
+}
+
+/// bellperson's synthesis: ONE as input 0, the circuit, then one `x * 0 = 0` constraint
+/// per input.
+pub(crate) fn synthesize_into<CS: CountsInputs, C: Circuit<Scalar>>(
+    cs: &mut CS,
+    circuit: C,
+) -> Result<(), SynthesisError> {
+    cs.alloc_input(|| "one", || Ok(Scalar::ONE))?;
+    circuit.synthesize(cs)?;
+    for i in 0..cs.input_count() {
+        cs.enforce(|| "", |lc| lc + Variable::new_unchecked(Index::Input(i)), |lc| lc, |lc| lc);
+    }
+    Ok(())
+}
+
+/// The constraint system that records a [`PartitionWitness`]. Extensible, for circuits that
+/// synthesize pieces in separate constraint systems and join them (storage-proofs-porep
+/// 19's stacked circuit does not: it synthesizes its challenges one after the other).
 #[derive(Default)]
 pub struct WitnessCs {
     w: PartitionWitness,
@@ -145,6 +173,30 @@ pub struct WitnessCs {
 impl WitnessCs {
     pub fn into_witness(self) -> PartitionWitness {
         self.w
+    }
+
+    /// (inputs, aux) allocated so far.
+    pub(crate) fn counts(&self) -> (usize, usize) {
+        (self.w.input_assignment.len(), self.w.aux_assignment.len())
+    }
+
+    /// Records one constraint given its built linear combinations.
+    pub(crate) fn push_constraint(
+        &mut self,
+        a: &LinearCombination<Scalar>,
+        b: &LinearCombination<Scalar>,
+        c: &LinearCombination<Scalar>,
+    ) {
+        let w = &mut self.w;
+        let (inputs, aux) = (&w.input_assignment, &w.aux_assignment);
+        // Inputs have full density in A (each has its `x * 0 = 0` constraint), so only aux
+        // is tracked there; C has no query of its own.
+        let a = eval(a, None, Some(&mut w.a_aux_density), inputs, aux);
+        let b = eval(b, Some(&mut w.b_input_density), Some(&mut w.b_aux_density), inputs, aux);
+        let c = eval(c, None, None, inputs, aux);
+        w.a.push(a);
+        w.b.push(b);
+        w.c.push(c);
     }
 }
 
@@ -215,22 +267,11 @@ impl ConstraintSystem<Scalar> for WitnessCs {
         LB: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
         LC: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
     {
-        let w = &mut self.w;
-        let (inputs, aux) = (&w.input_assignment, &w.aux_assignment);
-        // Inputs have full density in A (each has its `x * 0 = 0` constraint), so only aux
-        // is tracked there; C has no query of its own.
-        let a = eval(&a(LinearCombination::zero()), None, Some(&mut w.a_aux_density), inputs, aux);
-        let b = eval(
+        self.push_constraint(
+            &a(LinearCombination::zero()),
             &b(LinearCombination::zero()),
-            Some(&mut w.b_input_density),
-            Some(&mut w.b_aux_density),
-            inputs,
-            aux,
+            &c(LinearCombination::zero()),
         );
-        let c = eval(&c(LinearCombination::zero()), None, None, inputs, aux);
-        w.a.push(a);
-        w.b.push(b);
-        w.c.push(c);
     }
 
     fn push_namespace<NR, N>(&mut self, _: N)

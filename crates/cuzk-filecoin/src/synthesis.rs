@@ -1,0 +1,119 @@
+//! How a partition circuit becomes a [`PartitionWitness`]: through its compiled circuit
+//! (cuzk_groth16::compiled; the default) or the reference path
+//! (`PartitionWitness::synthesize`).
+//!
+//! The first partition of a proof type is synthesized with recording, which gives its
+//! witness and the compiled circuit; the compiled circuit is kept in memory for the
+//! process's life, keyed by the proof type, and every later partition of that type runs
+//! witness-only synthesis and sparse products. A later circuit whose counts differ from the
+//! recording, or whose compiled witness does not satisfy its constraints, is synthesized
+//! again on the reference path and its circuit recorded anew: a compiled circuit can cost
+//! time, never a correct input.
+//!
+//! `CUZK_SYNTHESIS=reference` selects the reference path (benches and comparisons).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Instant;
+
+use bellpepper_core::{Circuit, SynthesisError};
+use blstrs::Scalar;
+use cuzk_groth16::compiled::{compile, synthesize_compiled, CompiledCircuit};
+use cuzk_groth16::PartitionWitness;
+
+/// Which synthesis path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SynthesisPath {
+    Compiled,
+    Reference,
+}
+
+impl SynthesisPath {
+    /// From `CUZK_SYNTHESIS` (`reference` or `compiled`), compiled by default.
+    pub fn from_env() -> SynthesisPath {
+        match std::env::var("CUZK_SYNTHESIS").as_deref() {
+            Ok("reference") => SynthesisPath::Reference,
+            _ => SynthesisPath::Compiled,
+        }
+    }
+}
+
+/// What one synthesis did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SynthesisRun {
+    /// The reference path, as asked.
+    Reference,
+    /// Recorded: the first partition of its type (or after a mismatch).
+    Recorded,
+    /// Witness-only through the compiled circuit.
+    Compiled,
+    /// The compiled circuit did not fit this circuit; recorded again.
+    Rebuilt,
+}
+
+fn cache() -> &'static Mutex<HashMap<String, Arc<CompiledCircuit>>> {
+    static C: OnceLock<Mutex<HashMap<String, Arc<CompiledCircuit>>>> = OnceLock::new();
+    C.get_or_init(Default::default)
+}
+
+/// The compiled circuit kept for `key`, if any.
+pub fn compiled_for(key: &str) -> Option<Arc<CompiledCircuit>> {
+    cache().lock().unwrap_or_else(|p| p.into_inner()).get(key).cloned()
+}
+
+/// Drops every compiled circuit (tests; memory pressure).
+pub fn clear_compiled() {
+    cache().lock().unwrap_or_else(|p| p.into_inner()).clear();
+}
+
+fn record<C: Circuit<Scalar>>(key: &str, circuit: C) -> Result<PartitionWitness, SynthesisError> {
+    let t = Instant::now();
+    let (w, compiled) = compile(circuit)?;
+    log::info!(
+        "compiled circuit {key}: {} constraints, {} + {} + {} terms, {} coefficients, {:.1} MiB, recorded in {:.2} s",
+        compiled.num_constraints(),
+        compiled.a.terms(),
+        compiled.b.terms(),
+        compiled.c.terms(),
+        compiled.dictionary_len(),
+        compiled.bytes() as f64 / (1u64 << 20) as f64,
+        t.elapsed().as_secs_f64()
+    );
+    cache().lock().unwrap_or_else(|p| p.into_inner()).insert(key.to_string(), Arc::new(compiled));
+    Ok(w)
+}
+
+/// The witness of the circuit `make()` builds (it may be called twice), by `path`; circuits
+/// of one `key` must have one structure (a proof type's partitions do).
+pub fn synthesize<C: Circuit<Scalar>, E>(
+    key: &str,
+    path: SynthesisPath,
+    make: impl Fn() -> Result<C, E>,
+    synth_err: impl Fn(SynthesisError) -> E,
+) -> Result<(PartitionWitness, SynthesisRun), E> {
+    if path == SynthesisPath::Reference {
+        let w = PartitionWitness::synthesize(make()?).map_err(&synth_err)?;
+        return Ok((w, SynthesisRun::Reference));
+    }
+    let Some(compiled) = compiled_for(key) else {
+        return Ok((record(key, make()?).map_err(&synth_err)?, SynthesisRun::Recorded));
+    };
+    match synthesize_compiled(make()?, &compiled).map_err(&synth_err)? {
+        Ok(w) if w.first_unsatisfied().is_none() => Ok((w, SynthesisRun::Compiled)),
+        outcome => {
+            match outcome {
+                Err(mismatch) => log::warn!("{key}: {mismatch}; recording it again"),
+                Ok(_) => log::warn!(
+                    "{key}: the compiled circuit's witness does not satisfy its constraints; \
+                     synthesizing on the reference path and recording the circuit again"
+                ),
+            }
+            Ok((record(key, make()?).map_err(&synth_err)?, SynthesisRun::Rebuilt))
+        }
+    }
+}
+
+/// Puts `compiled` in the cache under `key` (tests: a stale or foreign entry).
+pub fn install_compiled(key: &str, compiled: CompiledCircuit) {
+    cache().lock().unwrap_or_else(|p| p.into_inner()).insert(key.to_string(), Arc::new(compiled));
+}

@@ -1,0 +1,64 @@
+//! The compiled-circuit path on the real 2 KiB PoRep partition against the reference
+//! (`PartitionWitness::synthesize`): the witness (a, b, c, assignments, densities) exactly
+//! equal when recorded and when witness-only, and a stale compiled circuit rebuilt, not used.
+//! Proofs through the default (compiled) path are verified with filecoin-proofs by
+//! porep_2kib.rs.
+
+use cuzk_filecoin::fixture::{default_fixture_dir, ensure_fixture};
+use cuzk_filecoin::synthesis::{clear_compiled, compiled_for, install_compiled, SynthesisPath, SynthesisRun};
+use cuzk_filecoin::{parse_c1, PoRepJob};
+
+#[test]
+fn compiled_porep_witness_equals_the_reference_and_a_stale_one_is_rebuilt() {
+    let f = ensure_fixture(&default_fixture_dir(2048), 2048).expect("2 KiB fixture");
+    let c1 = parse_c1(&std::fs::read(f.c1_path()).unwrap()).unwrap();
+    let job = PoRepJob::new(&c1).unwrap();
+    clear_compiled();
+
+    let (reference, rt) = job.synthesize_with(0, SynthesisPath::Reference).unwrap();
+    assert_eq!(rt.run, Some(SynthesisRun::Reference));
+    let (recorded, t1) = job.synthesize_with(0, SynthesisPath::Compiled).unwrap();
+    assert_eq!(t1.run, Some(SynthesisRun::Recorded));
+    assert!(recorded == reference, "recording changed the witness");
+    let compiled = compiled_for(&job.circuit_key()).expect("recorded");
+    assert_eq!(compiled.num_constraints(), reference.num_constraints());
+    let (fast, t2) = job.synthesize_with(0, SynthesisPath::Compiled).unwrap();
+    assert_eq!(t2.run, Some(SynthesisRun::Compiled));
+    assert!(fast == reference, "the compiled witness differs from the reference");
+    eprintln!(
+        "2 KiB PoRep partition: reference {:.3} s, recording {:.3} s, compiled {:.3} s; \
+         compiled circuit {} constraints, {} + {} + {} terms, {} coefficients, {:.1} MiB",
+        rt.synthesis.as_secs_f64(),
+        t1.synthesis.as_secs_f64(),
+        t2.synthesis.as_secs_f64(),
+        compiled.num_constraints(),
+        compiled.a.terms(),
+        compiled.b.terms(),
+        compiled.c.terms(),
+        compiled.dictionary_len(),
+        compiled.bytes() as f64 / (1u64 << 20) as f64
+    );
+
+    // A compiled circuit of another circuit under this key: detected, rebuilt, never used.
+    let (_, foreign) = cuzk_groth16::compiled::compile(cuzk_groth16::testing::SyntheticCircuit {
+        constraints: 1000,
+        inputs: vec![blstrs::Scalar::from(3u64)],
+        seed: 1,
+    })
+    .unwrap();
+    install_compiled(&job.circuit_key(), foreign);
+    let (again, t3) = job.synthesize_with(0, SynthesisPath::Compiled).unwrap();
+    assert_eq!(t3.run, Some(SynthesisRun::Rebuilt));
+    assert!(again == reference);
+    assert_eq!(compiled_for(&job.circuit_key()).unwrap().num_constraints(), reference.num_constraints());
+
+    // A corrupt recording with the right counts: its witness fails the constraints, so the
+    // partition is synthesized again on the reference path and recorded anew.
+    install_compiled(&job.circuit_key(), compiled.perturbed());
+    let (again, t4) = job.synthesize_with(0, SynthesisPath::Compiled).unwrap();
+    assert_eq!(t4.run, Some(SynthesisRun::Rebuilt));
+    assert!(again == reference);
+    let (fast, t5) = job.synthesize_with(0, SynthesisPath::Compiled).unwrap();
+    assert_eq!(t5.run, Some(SynthesisRun::Compiled));
+    assert!(fast == reference);
+}

@@ -1,0 +1,461 @@
+//! Pre-compiled constraints: a circuit's R1CS recorded once, so that each later proof runs
+//! the circuit only for its variable assignments and gets a, b and c as sparse
+//! matrix-vector products.
+//!
+//! - [`RecordingCs`] synthesizes a circuit the way [`WitnessCs`] does (same witness) and
+//!   records the A, B and C rows of every constraint: [`compile`].
+//! - [`WitnessOnlyCs`] records assignments only. Its `enforce` never calls the closures that
+//!   build linear combinations, which is where most of the synthesis time goes.
+//! - [`CompiledCircuit::witness`] turns assignments into a [`PartitionWitness`] equal to
+//!   `WitnessCs`'s: a, b, c evaluated row by row in parallel, densities taken from the
+//!   recorded structure.
+//!
+//! Architecture invariant: a compiled circuit is used only for a circuit of the same
+//! structure. Filecoin's circuits do not change shape with their values, so one recording
+//! serves every partition and sector of a proof type. [`synthesize_compiled`] refuses
+//! assignments whose counts differ from the recording ([`CompiledMismatch`]), and the
+//! prover's satisfaction check and the final verification stay behind it.
+
+use bellpepper_core::{
+    Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable,
+};
+use blstrs::Scalar;
+use ff::{Field, PrimeField};
+use rayon::prelude::*;
+use std::collections::HashMap;
+
+use crate::witness::{Density, PartitionWitness, WitnessCs};
+
+/// Coefficient ids with their own fast path.
+const COEFF_ONE: u32 = 0;
+const COEFF_MINUS_ONE: u32 = 1;
+/// A column's tag while recording: set for inputs, clear for aux.
+const INPUT_TAG: u32 = 1 << 31;
+
+/// One matrix (A, B or C) in compressed rows: row i's terms are
+/// `cols[start[i]..start[i + 1]]` with coefficients `coeffs[..]` (ids into the circuit's
+/// dictionary). Columns index z = inputs ++ aux.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Matrix {
+    start: Vec<u64>,
+    cols: Vec<u32>,
+    coeffs: Vec<u32>,
+}
+
+impl Matrix {
+    pub fn terms(&self) -> usize {
+        self.cols.len()
+    }
+
+    fn bytes(&self) -> usize {
+        self.start.len() * 8 + self.cols.len() * 4 + self.coeffs.len() * 4
+    }
+}
+
+/// A circuit's constraints, recorded by [`compile`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct CompiledCircuit {
+    /// Inputs (ONE included) and aux variables the circuit allocates.
+    pub num_inputs: usize,
+    pub num_aux: usize,
+    pub a: Matrix,
+    pub b: Matrix,
+    pub c: Matrix,
+    /// Distinct coefficients; ids 0 and 1 are ONE and -ONE.
+    dictionary: Vec<Scalar>,
+    a_aux_density: Density,
+    b_input_density: Density,
+    b_aux_density: Density,
+}
+
+/// A witness run whose counts differ from its compiled circuit's: another circuit, or
+/// another version of it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "the compiled circuit does not match this circuit: it has {want_inputs} inputs, \
+     {want_aux} aux and {want_constraints} constraints, the circuit gave {inputs}, {aux} \
+     and {constraints}"
+)]
+pub struct CompiledMismatch {
+    pub want_inputs: usize,
+    pub want_aux: usize,
+    pub want_constraints: usize,
+    pub inputs: usize,
+    pub aux: usize,
+    pub constraints: usize,
+}
+
+impl CompiledCircuit {
+    pub fn num_constraints(&self) -> usize {
+        self.a.start.len().saturating_sub(1)
+    }
+
+    /// Bytes the matrices and dictionary take in memory.
+    pub fn bytes(&self) -> usize {
+        self.a.bytes() + self.b.bytes() + self.c.bytes() + self.dictionary.len() * 32
+    }
+
+    /// A copy with the same counts whose B rows are its A rows: what a corrupt recording
+    /// looks like to its user (tests; a * a = c fails almost everywhere).
+    pub fn perturbed(&self) -> CompiledCircuit {
+        CompiledCircuit { b: self.a.clone(), ..self.clone() }
+    }
+
+    /// Distinct coefficients.
+    pub fn dictionary_len(&self) -> usize {
+        self.dictionary.len()
+    }
+
+    fn eval_rows(&self, m: &Matrix, z: &[Scalar]) -> Vec<Scalar> {
+        const ROWS: usize = 1 << 12;
+        let n = self.num_constraints();
+        let mut out = vec![Scalar::ZERO; n];
+        out.par_chunks_mut(ROWS).enumerate().for_each(|(k, part)| {
+            for (j, o) in part.iter_mut().enumerate() {
+                let row = k * ROWS + j;
+                let (lo, hi) = (m.start[row] as usize, m.start[row + 1] as usize);
+                let mut acc = Scalar::ZERO;
+                for t in lo..hi {
+                    let v = &z[m.cols[t] as usize];
+                    match m.coeffs[t] {
+                        COEFF_ONE => acc += v,
+                        COEFF_MINUS_ONE => acc -= v,
+                        id => acc += *v * self.dictionary[id as usize],
+                    }
+                }
+                *o = acc;
+            }
+        });
+        out
+    }
+
+    /// The witness of these assignments: equal to what [`WitnessCs`] records for the same
+    /// circuit and values.
+    pub fn witness(&self, inputs: Vec<Scalar>, aux: Vec<Scalar>) -> PartitionWitness {
+        assert_eq!((inputs.len(), aux.len()), (self.num_inputs, self.num_aux));
+        let mut z = inputs;
+        z.extend_from_slice(&aux);
+        let (a, (b, c)) = rayon::join(
+            || self.eval_rows(&self.a, &z),
+            || rayon::join(|| self.eval_rows(&self.b, &z), || self.eval_rows(&self.c, &z)),
+        );
+        let aux_assignment = z.split_off(self.num_inputs);
+        PartitionWitness {
+            a,
+            b,
+            c,
+            input_assignment: z,
+            aux_assignment,
+            a_aux_density: self.a_aux_density.clone(),
+            b_input_density: self.b_input_density.clone(),
+            b_aux_density: self.b_aux_density.clone(),
+        }
+    }
+}
+
+/// Rows of one matrix as recorded, columns tagged (input or aux, local to the CS).
+#[derive(Default)]
+struct Rows {
+    start: Vec<u64>,
+    cols: Vec<u32>,
+    coeffs: Vec<u32>,
+}
+
+impl Rows {
+    fn new() -> Rows {
+        Rows { start: vec![0], ..Default::default() }
+    }
+
+    fn push(&mut self, lc: &LinearCombination<Scalar>, dict: &mut Dictionary) {
+        for (&i, coeff) in lc.iter_inputs() {
+            if !bool::from(coeff.is_zero()) {
+                self.cols.push(tag_input(i));
+                self.coeffs.push(dict.id(coeff));
+            }
+        }
+        for (&i, coeff) in lc.iter_aux() {
+            if !bool::from(coeff.is_zero()) {
+                self.cols.push(tag_aux(i));
+                self.coeffs.push(dict.id(coeff));
+            }
+        }
+        self.start.push(self.cols.len() as u64);
+    }
+
+    /// Appends `other`'s rows, its columns moved past ours: its input 0 (its own ONE) is
+    /// our ONE, its other inputs follow our `inputs`, its aux follow our `aux`; its
+    /// coefficient ids are mapped through `ids`.
+    fn extend(&mut self, other: &Rows, inputs: usize, aux: usize, ids: &[u32]) {
+        let base = self.cols.len() as u64;
+        self.start.extend(other.start[1..].iter().map(|s| s + base));
+        self.cols.extend(other.cols.iter().map(|&c| {
+            if c & INPUT_TAG != 0 {
+                let i = (c & !INPUT_TAG) as usize;
+                tag_input(if i == 0 { 0 } else { i - 1 + inputs })
+            } else {
+                tag_aux(c as usize + aux)
+            }
+        }));
+        self.coeffs.extend(other.coeffs.iter().map(|&id| ids[id as usize]));
+    }
+
+    fn finish(self, num_inputs: usize) -> Matrix {
+        let cols = self
+            .cols
+            .into_par_iter()
+            .map(|c| {
+                if c & INPUT_TAG != 0 {
+                    c & !INPUT_TAG
+                } else {
+                    c + num_inputs as u32
+                }
+            })
+            .collect();
+        Matrix { start: self.start, cols, coeffs: self.coeffs }
+    }
+}
+
+fn tag_input(i: usize) -> u32 {
+    assert!(i < INPUT_TAG as usize, "too many inputs for a compiled circuit");
+    i as u32 | INPUT_TAG
+}
+
+fn tag_aux(i: usize) -> u32 {
+    assert!(i < INPUT_TAG as usize, "too many aux variables for a compiled circuit");
+    i as u32
+}
+
+/// Distinct coefficients, ONE and -ONE first.
+struct Dictionary {
+    values: Vec<Scalar>,
+    ids: HashMap<[u8; 32], u32>,
+}
+
+impl Default for Dictionary {
+    fn default() -> Self {
+        let mut d = Dictionary { values: Vec::new(), ids: HashMap::new() };
+        assert_eq!(d.id(&Scalar::ONE), COEFF_ONE);
+        assert_eq!(d.id(&-Scalar::ONE), COEFF_MINUS_ONE);
+        d
+    }
+}
+
+impl Dictionary {
+    fn id(&mut self, v: &Scalar) -> u32 {
+        let key = v.to_repr();
+        let next = self.values.len() as u32;
+        *self.ids.entry(key).or_insert_with(|| {
+            self.values.push(*v);
+            next
+        })
+    }
+}
+
+/// A constraint system that records the witness (as [`WitnessCs`]) and every constraint's
+/// rows. Extensible like `WitnessCs`.
+pub struct RecordingCs {
+    w: WitnessCs,
+    rows: [Rows; 3],
+    dict: Dictionary,
+}
+
+impl RecordingCs {
+    pub(crate) fn input_count(&self) -> usize {
+        self.w.counts().0
+    }
+}
+
+impl ConstraintSystem<Scalar> for RecordingCs {
+    type Root = Self;
+
+    fn new() -> Self {
+        RecordingCs {
+            w: WitnessCs::new(),
+            rows: [Rows::new(), Rows::new(), Rows::new()],
+            dict: Dictionary::default(),
+        }
+    }
+
+    fn alloc<F, A, AR>(&mut self, name: A, f: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Scalar, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        self.w.alloc(name, f)
+    }
+
+    fn alloc_input<F, A, AR>(&mut self, name: A, f: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Scalar, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        self.w.alloc_input(name, f)
+    }
+
+    fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, a: LA, b: LB, c: LC)
+    where
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+        LA: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+        LB: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+        LC: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+    {
+        let (a, b, c) = (a(LinearCombination::zero()), b(LinearCombination::zero()), c(LinearCombination::zero()));
+        for (rows, lc) in self.rows.iter_mut().zip([&a, &b, &c]) {
+            rows.push(lc, &mut self.dict);
+        }
+        self.w.push_constraint(&a, &b, &c);
+    }
+
+    fn push_namespace<NR, N>(&mut self, _: N)
+    where
+        NR: Into<String>,
+        N: FnOnce() -> NR,
+    {
+    }
+
+    fn pop_namespace(&mut self) {}
+
+    fn get_root(&mut self) -> &mut Self::Root {
+        self
+    }
+
+    fn is_extensible() -> bool {
+        true
+    }
+
+    fn extend(&mut self, other: &Self) {
+        let (inputs, aux) = self.w.counts();
+        let ids: Vec<u32> = other.dict.values.iter().map(|v| self.dict.id(v)).collect();
+        for (mine, theirs) in self.rows.iter_mut().zip(&other.rows) {
+            mine.extend(theirs, inputs, aux, &ids);
+        }
+        self.w.extend(&other.w);
+    }
+}
+
+/// Synthesizes `circuit` once, recording its constraints: the witness (equal to
+/// [`PartitionWitness::synthesize`]'s) and the compiled circuit for later proofs.
+pub fn compile<C: Circuit<Scalar>>(
+    circuit: C,
+) -> Result<(PartitionWitness, CompiledCircuit), SynthesisError> {
+    let mut cs = RecordingCs::new();
+    crate::witness::synthesize_into(&mut cs, circuit)?;
+    let RecordingCs { w, rows, dict } = cs;
+    let w = w.into_witness();
+    let num_inputs = w.input_assignment.len();
+    let [a, b, c] = rows;
+    let compiled = CompiledCircuit {
+        num_inputs,
+        num_aux: w.aux_assignment.len(),
+        a: a.finish(num_inputs),
+        b: b.finish(num_inputs),
+        c: c.finish(num_inputs),
+        dictionary: dict.values,
+        a_aux_density: w.a_aux_density.clone(),
+        b_input_density: w.b_input_density.clone(),
+        b_aux_density: w.b_aux_density.clone(),
+    };
+    Ok((w, compiled))
+}
+
+/// A constraint system that records assignments only: `enforce` counts the constraint and
+/// builds nothing.
+#[derive(Default)]
+pub struct WitnessOnlyCs {
+    inputs: Vec<Scalar>,
+    aux: Vec<Scalar>,
+    constraints: usize,
+}
+
+impl ConstraintSystem<Scalar> for WitnessOnlyCs {
+    type Root = Self;
+
+    fn new() -> Self {
+        Self::default()
+    }
+
+    fn alloc<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Scalar, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        self.aux.push(f()?);
+        Ok(Variable::new_unchecked(Index::Aux(self.aux.len() - 1)))
+    }
+
+    fn alloc_input<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Scalar, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        self.inputs.push(f()?);
+        Ok(Variable::new_unchecked(Index::Input(self.inputs.len() - 1)))
+    }
+
+    fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, _: LA, _: LB, _: LC)
+    where
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+        LA: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+        LB: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+        LC: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+    {
+        self.constraints += 1;
+    }
+
+    fn push_namespace<NR, N>(&mut self, _: N)
+    where
+        NR: Into<String>,
+        N: FnOnce() -> NR,
+    {
+    }
+
+    fn pop_namespace(&mut self) {}
+
+    fn get_root(&mut self) -> &mut Self::Root {
+        self
+    }
+
+    fn is_extensible() -> bool {
+        true
+    }
+
+    fn extend(&mut self, other: &Self) {
+        // The first input of `other` is its temporary ONE.
+        self.inputs.extend_from_slice(other.inputs.get(1..).unwrap_or(&[]));
+        self.aux.extend_from_slice(&other.aux);
+        self.constraints += other.constraints;
+    }
+}
+
+/// Synthesizes `circuit` for its assignments only and evaluates a, b, c from `compiled`:
+/// equal to [`PartitionWitness::synthesize`] for a circuit of the compiled structure.
+/// Counts that differ from the recording are refused.
+pub fn synthesize_compiled<C: Circuit<Scalar>>(
+    circuit: C,
+    compiled: &CompiledCircuit,
+) -> Result<Result<PartitionWitness, CompiledMismatch>, SynthesisError> {
+    let mut cs = WitnessOnlyCs::new();
+    cs.alloc_input(|| "one", || Ok(Scalar::ONE))?;
+    circuit.synthesize(&mut cs)?;
+    // One `x * 0 = 0` constraint per input, as the reference appends.
+    let constraints = cs.constraints + cs.inputs.len();
+    if (cs.inputs.len(), cs.aux.len(), constraints)
+        != (compiled.num_inputs, compiled.num_aux, compiled.num_constraints())
+    {
+        return Ok(Err(CompiledMismatch {
+            want_inputs: compiled.num_inputs,
+            want_aux: compiled.num_aux,
+            want_constraints: compiled.num_constraints(),
+            inputs: cs.inputs.len(),
+            aux: cs.aux.len(),
+            constraints,
+        }));
+    }
+    Ok(Ok(compiled.witness(cs.inputs, cs.aux)))
+}

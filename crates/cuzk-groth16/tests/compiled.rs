@@ -1,0 +1,101 @@
+//! The compiled-circuit path (record the R1CS once, then witness-only synthesis and sparse
+//! products) against `PartitionWitness::synthesize`, the reference: a, b, c, assignments and
+//! densities exactly equal, for another witness than the one recorded, for circuits that
+//! synthesize pieces in separate constraint systems, and a circuit of another shape refused.
+
+use bellpepper_core::{Circuit, ConstraintSystem, SynthesisError};
+use blstrs::Scalar;
+use cuzk_groth16::compiled::{compile, synthesize_compiled};
+use cuzk_groth16::testing::SyntheticCircuit;
+use cuzk_groth16::PartitionWitness;
+use ff::Field;
+
+fn synthetic(constraints: usize, seed: u64) -> SyntheticCircuit {
+    SyntheticCircuit {
+        constraints,
+        inputs: (0..3).map(|i| Scalar::from(seed * 10 + i)).collect(),
+        seed,
+    }
+}
+
+#[test]
+fn compiled_witnesses_equal_the_reference_for_other_witnesses() {
+    for constraints in [10, 1000, 20_001] {
+        let reference = PartitionWitness::synthesize(synthetic(constraints, 1)).unwrap();
+        let (recorded, compiled) = compile(synthetic(constraints, 1)).unwrap();
+        assert_eq!(recorded, reference, "recording changed the witness ({constraints})");
+        assert_eq!(compiled.num_constraints(), reference.num_constraints());
+        for seed in [2, 3] {
+            let want = PartitionWitness::synthesize(synthetic(constraints, seed)).unwrap();
+            let got = synthesize_compiled(synthetic(constraints, seed), &compiled)
+                .unwrap()
+                .expect("same structure");
+            assert_eq!(got, want, "{constraints} constraints, seed {seed}");
+            assert_eq!(got.first_unsatisfied(), None);
+        }
+    }
+}
+
+/// A circuit that, where the constraint system allows it, synthesizes its parts in
+/// constraint systems of their own (each with its own ONE and inputs) and joins them with
+/// `extend`, as parallel synthesis does.
+struct Pieces {
+    pieces: usize,
+    seed: u64,
+}
+
+fn piece<CS: ConstraintSystem<Scalar>>(cs: &mut CS, k: usize, seed: u64) -> Result<(), SynthesisError> {
+    let x_val = Scalar::from(seed + k as u64 + 2);
+    let input = cs.alloc_input(|| "in", || Ok(Scalar::from(k as u64 + 5)))?;
+    let x = cs.alloc(|| "x", || Ok(x_val))?;
+    let y = cs.alloc(|| "y", || Ok(x_val.square()))?;
+    cs.enforce(|| "x*x=y", |lc| lc + x, |lc| lc + x, |lc| lc + y);
+    // ONE with a coefficient that is neither 1 nor -1, an input, and terms that merge.
+    let z = cs.alloc(|| "z", || Ok((x_val + Scalar::from(5u64)) * Scalar::from(k as u64 + 5)))?;
+    cs.enforce(
+        || "(x+5)*in=z",
+        |lc| lc + x + (Scalar::from(5u64), CS::one()),
+        |lc| lc + input,
+        |lc| lc + (Scalar::from(3u64), z) - (Scalar::from(2u64), z),
+    );
+    Ok(())
+}
+
+impl Circuit<Scalar> for Pieces {
+    fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
+        let top = cs.alloc_input(|| "top", || Ok(Scalar::from(self.seed)))?;
+        cs.enforce(|| "top", |lc| lc + top, |lc| lc + CS::one(), |lc| lc + top);
+        for k in 0..self.pieces {
+            if CS::is_extensible() {
+                let mut sub = CS::new();
+                sub.alloc_input(|| "one", || Ok(Scalar::ONE))?;
+                piece(&mut sub, k, self.seed)?;
+                cs.extend(&sub);
+            } else {
+                piece(cs, k, self.seed)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+#[test]
+fn pieces_joined_with_extend_compile_to_the_same_witness() {
+    let reference = PartitionWitness::synthesize(Pieces { pieces: 7, seed: 1 }).unwrap();
+    assert_eq!(reference.first_unsatisfied(), None);
+    let (recorded, compiled) = compile(Pieces { pieces: 7, seed: 1 }).unwrap();
+    assert_eq!(recorded, reference);
+    let want = PartitionWitness::synthesize(Pieces { pieces: 7, seed: 9 }).unwrap();
+    let got = synthesize_compiled(Pieces { pieces: 7, seed: 9 }, &compiled).unwrap().unwrap();
+    assert_eq!(got, want);
+    assert!(compiled.dictionary_len() >= 3, "ONE, -ONE and 5");
+}
+
+#[test]
+fn a_circuit_of_another_shape_is_refused_with_its_counts() {
+    let (_, compiled) = compile(synthetic(1000, 1)).unwrap();
+    let err = synthesize_compiled(synthetic(1001, 1), &compiled).unwrap().unwrap_err();
+    let msg = err.to_string();
+    assert!(msg.contains("does not match") && msg.contains("1000 constraints"), "{msg}");
+    assert_eq!((err.want_constraints, err.constraints), (1000, 1001));
+}
