@@ -274,6 +274,12 @@ trait ShapeJob: Send + Sync {
     fn output(&self, proofs: Vec<u8>, c1: &SealCommitPhase1Output) -> Result<Vec<u8>, PoRepError>;
 }
 
+/// Whether compiled synthesis generates a partition's witness challenge groups in parallel
+/// (`CUZK_SYNTHESIS_PARALLEL=0` turns it off, for measurements).
+fn parallel_witness() -> bool {
+    std::env::var("CUZK_SYNTHESIS_PARALLEL").map_or(true, |v| v != "0")
+}
+
 /// One compiled circuit per seal proof type: its partitions share one structure.
 fn circuit_key(proof: RegisteredSealProof) -> String {
     format!("porep-{proof:?}")
@@ -369,11 +375,35 @@ impl<Tree: 'static + MerkleTreeTrait> ShapeJob for Shaped<Tree> {
             circuit_time.set(circuit_time.get() + start.elapsed());
             c
         };
+        // The challenges in consecutive groups, one circuit each, for parallel witnesses:
+        // storage-proofs-porep 19 synthesizes a partition's challenges one after the other,
+        // each in a top-level namespace "challenge_<i>" after the public values.
+        let challenges = &self.vanilla[k];
+        let groups = challenges.len().min(rayon::current_num_threads()).max(1);
+        let parts = || -> Result<Vec<_>, PoRepError> {
+            let per = challenges.len().div_ceil(groups);
+            challenges
+                .chunks(per)
+                .map(|group| {
+                    <Compound<Tree> as CompoundProof<Drg<Tree>, _>>::circuit(
+                        &self.public_inputs,
+                        Default::default(),
+                        &group.to_vec(),
+                        &self.vanilla_params,
+                        Some(k),
+                    )
+                    .map_err(|e| PoRepError::Circuit { partition: k, reason: format!("{e:#}") })
+                })
+                .collect()
+        };
+        let pieces = (groups > 1 && parallel_witness())
+            .then_some(crate::synthesis::Pieces { marker: "challenge_", parts: &parts });
         let start = Instant::now();
         let (witness, run) = crate::synthesis::synthesize(
             &circuit_key(self.proof_type),
             path,
             make,
+            pieces,
             |e| PoRepError::Synthesis { partition: k, reason: e.to_string() },
         )?;
         t.circuit = circuit_time.get();

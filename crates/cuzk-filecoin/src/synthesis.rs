@@ -18,7 +18,7 @@ use std::time::Instant;
 
 use bellpepper_core::{Circuit, SynthesisError};
 use blstrs::Scalar;
-use cuzk_groth16::compiled::{compile, synthesize_compiled, CompiledCircuit};
+use cuzk_groth16::compiled::{compile, synthesize_compiled, synthesize_compiled_pieces, CompiledCircuit};
 use cuzk_groth16::PartitionWitness;
 
 /// Which synthesis path.
@@ -83,12 +83,22 @@ fn record<C: Circuit<Scalar>>(key: &str, circuit: C) -> Result<PartitionWitness,
     Ok(w)
 }
 
+/// A circuit that can also be built as parts for parallel witness generation (see
+/// `cuzk_groth16::compiled::synthesize_compiled_pieces`): the namespace marker of its
+/// pieces, and a builder of the parts.
+pub struct Pieces<'a, C, E> {
+    pub marker: &'static str,
+    pub parts: &'a dyn Fn() -> Result<Vec<C>, E>,
+}
+
 /// The witness of the circuit `make()` builds (it may be called twice), by `path`; circuits
-/// of one `key` must have one structure (a proof type's partitions do).
-pub fn synthesize<C: Circuit<Scalar>, E>(
+/// of one `key` must have one structure (a proof type's partitions do). With `pieces`, a
+/// compiled run generates the witness from the parts in parallel.
+pub fn synthesize<C: Circuit<Scalar> + Send, E>(
     key: &str,
     path: SynthesisPath,
     make: impl Fn() -> Result<C, E>,
+    pieces: Option<Pieces<'_, C, E>>,
     synth_err: impl Fn(SynthesisError) -> E,
 ) -> Result<(PartitionWitness, SynthesisRun), E> {
     if path == SynthesisPath::Reference {
@@ -98,7 +108,11 @@ pub fn synthesize<C: Circuit<Scalar>, E>(
     let Some(compiled) = compiled_for(key) else {
         return Ok((record(key, make()?).map_err(&synth_err)?, SynthesisRun::Recorded));
     };
-    match synthesize_compiled(make()?, &compiled).map_err(&synth_err)? {
+    let fast = match pieces {
+        Some(p) => synthesize_compiled_pieces((p.parts)()?, p.marker, &compiled),
+        None => synthesize_compiled(make()?, &compiled),
+    };
+    match fast.map_err(&synth_err)? {
         Ok(w) if w.first_unsatisfied().is_none() => Ok((w, SynthesisRun::Compiled)),
         outcome => {
             match outcome {

@@ -362,12 +362,17 @@ pub fn compile<C: Circuit<Scalar>>(
 }
 
 /// A constraint system that records assignments only: `enforce` counts the constraint and
-/// builds nothing.
+/// builds nothing. With a marker, it also notes the counts at the start of each top-level
+/// namespace whose name starts with the marker (see [`synthesize_compiled_pieces`]).
 #[derive(Default)]
 pub struct WitnessOnlyCs {
     inputs: Vec<Scalar>,
     aux: Vec<Scalar>,
     constraints: usize,
+    depth: usize,
+    marker: Option<&'static str>,
+    /// (inputs, aux, constraints) when each marked namespace began.
+    marks: Vec<(usize, usize, usize)>,
 }
 
 impl ConstraintSystem<Scalar> for WitnessOnlyCs {
@@ -408,14 +413,24 @@ impl ConstraintSystem<Scalar> for WitnessOnlyCs {
         self.constraints += 1;
     }
 
-    fn push_namespace<NR, N>(&mut self, _: N)
+    fn push_namespace<NR, N>(&mut self, name: N)
     where
         NR: Into<String>,
         N: FnOnce() -> NR,
     {
+        if self.depth == 0 {
+            if let Some(m) = self.marker {
+                if name().into().starts_with(m) {
+                    self.marks.push((self.inputs.len(), self.aux.len(), self.constraints));
+                }
+            }
+        }
+        self.depth += 1;
     }
 
-    fn pop_namespace(&mut self) {}
+    fn pop_namespace(&mut self) {
+        self.depth = self.depth.saturating_sub(1);
+    }
 
     fn get_root(&mut self) -> &mut Self::Root {
         self
@@ -433,6 +448,41 @@ impl ConstraintSystem<Scalar> for WitnessOnlyCs {
     }
 }
 
+/// As [`synthesize_compiled`] for a circuit made of a common prefix and then pieces, each
+/// piece in a top-level namespace whose name starts with `marker` (storage-proofs' stacked
+/// circuit: its public values, then `challenge_0`, `challenge_1`, ...), given as circuits
+/// that each hold the prefix and a consecutive run of the pieces (in order, together all of
+/// them). They are synthesized in parallel, each in its own witness-only constraint system;
+/// the whole circuit's assignments are the first one's prefix and every one's pieces, as
+/// the pieces do not depend on one another. Equality with the whole circuit's synthesis is
+/// what the tests check; counts that differ from `compiled` are refused as usual.
+pub fn synthesize_compiled_pieces<C: Circuit<Scalar> + Send>(
+    parts: Vec<C>,
+    marker: &'static str,
+    compiled: &CompiledCircuit,
+) -> Result<Result<PartitionWitness, CompiledMismatch>, SynthesisError> {
+    let runs: Vec<WitnessOnlyCs> = parts
+        .into_par_iter()
+        .map(|circuit| {
+            let mut cs = WitnessOnlyCs { marker: Some(marker), ..Default::default() };
+            cs.alloc_input(|| "one", || Ok(Scalar::ONE))?;
+            circuit.synthesize(&mut cs)?;
+            Ok(cs)
+        })
+        .collect::<Result<_, SynthesisError>>()?;
+    let mut whole = WitnessOnlyCs::default();
+    for (j, run) in runs.into_iter().enumerate() {
+        let Some(&(i0, a0, c0)) = run.marks.first() else {
+            return Err(SynthesisError::Unsatisfiable);
+        };
+        let (i0, a0, c0) = if j == 0 { (0, 0, 0) } else { (i0, a0, c0) };
+        whole.inputs.extend_from_slice(&run.inputs[i0..]);
+        whole.aux.extend_from_slice(&run.aux[a0..]);
+        whole.constraints += run.constraints - c0;
+    }
+    finish_compiled(whole, compiled)
+}
+
 /// Synthesizes `circuit` for its assignments only and evaluates a, b, c from `compiled`:
 /// equal to [`PartitionWitness::synthesize`] for a circuit of the compiled structure.
 /// Counts that differ from the recording are refused.
@@ -443,6 +493,13 @@ pub fn synthesize_compiled<C: Circuit<Scalar>>(
     let mut cs = WitnessOnlyCs::new();
     cs.alloc_input(|| "one", || Ok(Scalar::ONE))?;
     circuit.synthesize(&mut cs)?;
+    finish_compiled(cs, compiled)
+}
+
+fn finish_compiled(
+    cs: WitnessOnlyCs,
+    compiled: &CompiledCircuit,
+) -> Result<Result<PartitionWitness, CompiledMismatch>, SynthesisError> {
     // One `x * 0 = 0` constraint per input, as the reference appends.
     let constraints = cs.constraints + cs.inputs.len();
     if (cs.inputs.len(), cs.aux.len(), constraints)

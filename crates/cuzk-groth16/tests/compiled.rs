@@ -99,3 +99,38 @@ fn a_circuit_of_another_shape_is_refused_with_its_counts() {
     assert!(msg.contains("does not match") && msg.contains("1000 constraints"), "{msg}");
     assert_eq!((err.want_constraints, err.constraints), (1000, 1001));
 }
+
+/// A prefix, then pieces `range` each in its top-level namespace "piece_<k>".
+struct Ranged {
+    range: std::ops::Range<usize>,
+    seed: u64,
+}
+
+impl Circuit<Scalar> for Ranged {
+    fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
+        let top = cs.alloc_input(|| "top", || Ok(Scalar::from(self.seed)))?;
+        let sq = cs.alloc(|| "sq", || Ok(Scalar::from(self.seed).square()))?;
+        cs.enforce(|| "top", |lc| lc + top, |lc| lc + top, |lc| lc + sq);
+        for k in self.range {
+            piece(&mut cs.namespace(|| format!("piece_{k}")), k, self.seed)?;
+        }
+        Ok(())
+    }
+}
+
+#[test]
+fn pieces_synthesized_apart_in_parallel_join_to_the_whole_witness() {
+    let (_, compiled) = compile(Ranged { range: 0..7, seed: 1 }).unwrap();
+    let want = PartitionWitness::synthesize(Ranged { range: 0..7, seed: 4 }).unwrap();
+    for cuts in [vec![0..7], vec![0..3, 3..7], vec![0..1, 1..2, 2..5, 5..7]] {
+        let parts = cuts.iter().map(|r| Ranged { range: r.clone(), seed: 4 }).collect();
+        let got = cuzk_groth16::compiled::synthesize_compiled_pieces(parts, "piece_", &compiled)
+            .unwrap()
+            .expect("same structure");
+        assert_eq!(got, want, "cut {cuts:?}");
+    }
+    // Parts that leave a piece out are refused by their counts.
+    let parts = vec![Ranged { range: 0..3, seed: 4 }, Ranged { range: 4..7, seed: 4 }];
+    let err = cuzk_groth16::compiled::synthesize_compiled_pieces(parts, "piece_", &compiled).unwrap();
+    assert!(err.is_err());
+}
