@@ -113,7 +113,7 @@ pub fn synthesize<C: Circuit<Scalar> + Send, E>(
         None => synthesize_compiled(make()?, &compiled),
     };
     match fast.map_err(&synth_err)? {
-        Ok(w) if w.first_unsatisfied().is_none() => Ok((w, SynthesisRun::Compiled)),
+        Ok((w, None)) => Ok((w, SynthesisRun::Compiled)),
         outcome => {
             match outcome {
                 Err(mismatch) => log::warn!("{key}: {mismatch}; recording it again"),

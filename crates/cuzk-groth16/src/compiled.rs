@@ -106,41 +106,59 @@ impl CompiledCircuit {
         self.dictionary.len()
     }
 
-    fn eval_rows(&self, m: &Matrix, z: &[Scalar]) -> Vec<Scalar> {
-        const ROWS: usize = 1 << 12;
-        let n = self.num_constraints();
-        let mut out = vec![Scalar::ZERO; n];
-        out.par_chunks_mut(ROWS).enumerate().for_each(|(k, part)| {
-            for (j, o) in part.iter_mut().enumerate() {
-                let row = k * ROWS + j;
-                let (lo, hi) = (m.start[row] as usize, m.start[row + 1] as usize);
-                let mut acc = Scalar::ZERO;
-                for t in lo..hi {
-                    let v = &z[m.cols[t] as usize];
-                    match m.coeffs[t] {
-                        COEFF_ONE => acc += v,
-                        COEFF_MINUS_ONE => acc -= v,
-                        id => acc += *v * self.dictionary[id as usize],
-                    }
-                }
-                *o = acc;
+    /// Row `row` of `m` at z.
+    #[inline]
+    fn eval_row(&self, m: &Matrix, row: usize, z: &[Scalar]) -> Scalar {
+        let (lo, hi) = (m.start[row] as usize, m.start[row + 1] as usize);
+        let mut acc = Scalar::ZERO;
+        for t in lo..hi {
+            let v = &z[m.cols[t] as usize];
+            match m.coeffs[t] {
+                COEFF_ONE => acc += v,
+                COEFF_MINUS_ONE => acc -= v,
+                id => acc += *v * self.dictionary[id as usize],
             }
-        });
-        out
+        }
+        acc
     }
 
     /// The witness of these assignments: equal to what [`WitnessCs`] records for the same
     /// circuit and values.
     pub fn witness(&self, inputs: Vec<Scalar>, aux: Vec<Scalar>) -> PartitionWitness {
+        self.witness_checked(inputs, aux).0
+    }
+
+    /// As [`CompiledCircuit::witness`], and the first constraint with a * b != c (as
+    /// `PartitionWitness::first_unsatisfied` gives it), checked in the same pass over the
+    /// rows.
+    pub fn witness_checked(&self, inputs: Vec<Scalar>, aux: Vec<Scalar>) -> (PartitionWitness, Option<usize>) {
+        use std::sync::atomic::{AtomicUsize, Ordering};
         assert_eq!((inputs.len(), aux.len()), (self.num_inputs, self.num_aux));
+        const ROWS: usize = 1 << 12;
         let mut z = inputs;
         z.extend_from_slice(&aux);
-        let (a, (b, c)) = rayon::join(
-            || self.eval_rows(&self.a, &z),
-            || rayon::join(|| self.eval_rows(&self.b, &z), || self.eval_rows(&self.c, &z)),
-        );
+        drop(aux);
+        let n = self.num_constraints();
+        let (mut a, mut b, mut c) = (vec![Scalar::ZERO; n], vec![Scalar::ZERO; n], vec![Scalar::ZERO; n]);
+        let first_bad = AtomicUsize::new(usize::MAX);
+        a.par_chunks_mut(ROWS)
+            .zip(b.par_chunks_mut(ROWS))
+            .zip(c.par_chunks_mut(ROWS))
+            .enumerate()
+            .for_each(|(k, ((pa, pb), pc))| {
+                for j in 0..pa.len() {
+                    let row = k * ROWS + j;
+                    pa[j] = self.eval_row(&self.a, row, &z);
+                    pb[j] = self.eval_row(&self.b, row, &z);
+                    pc[j] = self.eval_row(&self.c, row, &z);
+                    if pa[j] * pb[j] != pc[j] {
+                        first_bad.fetch_min(row, Ordering::Relaxed);
+                    }
+                }
+            });
         let aux_assignment = z.split_off(self.num_inputs);
-        PartitionWitness {
+        let bad = first_bad.into_inner();
+        let w = PartitionWitness {
             a,
             b,
             c,
@@ -149,7 +167,8 @@ impl CompiledCircuit {
             a_aux_density: self.a_aux_density.clone(),
             b_input_density: self.b_input_density.clone(),
             b_aux_density: self.b_aux_density.clone(),
-        }
+        };
+        (w, (bad != usize::MAX).then_some(bad))
     }
 }
 
@@ -460,7 +479,7 @@ pub fn synthesize_compiled_pieces<C: Circuit<Scalar> + Send>(
     parts: Vec<C>,
     marker: &'static str,
     compiled: &CompiledCircuit,
-) -> Result<Result<PartitionWitness, CompiledMismatch>, SynthesisError> {
+) -> Result<Result<(PartitionWitness, Option<usize>), CompiledMismatch>, SynthesisError> {
     let runs: Vec<WitnessOnlyCs> = parts
         .into_par_iter()
         .map(|circuit| {
@@ -484,12 +503,13 @@ pub fn synthesize_compiled_pieces<C: Circuit<Scalar> + Send>(
 }
 
 /// Synthesizes `circuit` for its assignments only and evaluates a, b, c from `compiled`:
-/// equal to [`PartitionWitness::synthesize`] for a circuit of the compiled structure.
-/// Counts that differ from the recording are refused.
+/// equal to [`PartitionWitness::synthesize`] for a circuit of the compiled structure, with
+/// its first unsatisfied constraint (checked in the same pass). Counts that differ from
+/// the recording are refused.
 pub fn synthesize_compiled<C: Circuit<Scalar>>(
     circuit: C,
     compiled: &CompiledCircuit,
-) -> Result<Result<PartitionWitness, CompiledMismatch>, SynthesisError> {
+) -> Result<Result<(PartitionWitness, Option<usize>), CompiledMismatch>, SynthesisError> {
     let mut cs = WitnessOnlyCs::new();
     cs.alloc_input(|| "one", || Ok(Scalar::ONE))?;
     circuit.synthesize(&mut cs)?;
@@ -499,7 +519,7 @@ pub fn synthesize_compiled<C: Circuit<Scalar>>(
 fn finish_compiled(
     cs: WitnessOnlyCs,
     compiled: &CompiledCircuit,
-) -> Result<Result<PartitionWitness, CompiledMismatch>, SynthesisError> {
+) -> Result<Result<(PartitionWitness, Option<usize>), CompiledMismatch>, SynthesisError> {
     // One `x * 0 = 0` constraint per input, as the reference appends.
     let constraints = cs.constraints + cs.inputs.len();
     if (cs.inputs.len(), cs.aux.len(), constraints)
@@ -514,5 +534,5 @@ fn finish_compiled(
             constraints,
         }));
     }
-    Ok(Ok(compiled.witness(cs.inputs, cs.aux)))
+    Ok(Ok(compiled.witness_checked(cs.inputs, cs.aux)))
 }

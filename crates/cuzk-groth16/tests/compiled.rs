@@ -30,8 +30,8 @@ fn compiled_witnesses_equal_the_reference_for_other_witnesses() {
             let got = synthesize_compiled(synthetic(constraints, seed), &compiled)
                 .unwrap()
                 .expect("same structure");
-            assert_eq!(got, want, "{constraints} constraints, seed {seed}");
-            assert_eq!(got.first_unsatisfied(), None);
+            assert_eq!(got.1, None, "satisfied");
+            assert_eq!(got.0, want, "{constraints} constraints, seed {seed}");
         }
     }
 }
@@ -86,9 +86,17 @@ fn pieces_joined_with_extend_compile_to_the_same_witness() {
     let (recorded, compiled) = compile(Pieces { pieces: 7, seed: 1 }).unwrap();
     assert_eq!(recorded, reference);
     let want = PartitionWitness::synthesize(Pieces { pieces: 7, seed: 9 }).unwrap();
-    let got = synthesize_compiled(Pieces { pieces: 7, seed: 9 }, &compiled).unwrap().unwrap();
-    assert_eq!(got, want);
+    let (got, bad) = synthesize_compiled(Pieces { pieces: 7, seed: 9 }, &compiled).unwrap().unwrap();
+    assert_eq!((got, bad), (want, None));
     assert!(compiled.dictionary_len() >= 3, "ONE, -ONE and 5");
+}
+
+#[test]
+fn the_check_in_the_evaluation_pass_finds_the_first_unsatisfied_constraint() {
+    let (_, compiled) = compile(synthetic(5000, 1)).unwrap();
+    let (w, bad) = synthesize_compiled(synthetic(5000, 2), &compiled.perturbed()).unwrap().unwrap();
+    assert!(bad.is_some(), "B replaced by A cannot satisfy a * a = c everywhere");
+    assert_eq!(bad, w.first_unsatisfied());
 }
 
 #[test]
@@ -127,7 +135,7 @@ fn pieces_synthesized_apart_in_parallel_join_to_the_whole_witness() {
         let got = cuzk_groth16::compiled::synthesize_compiled_pieces(parts, "piece_", &compiled)
             .unwrap()
             .expect("same structure");
-        assert_eq!(got, want, "cut {cuts:?}");
+        assert_eq!(got, (want.clone(), None), "cut {cuts:?}");
     }
     // Parts that leave a piece out are refused by their counts.
     let parts = vec![Ranged { range: 0..3, seed: 4 }, Ranged { range: 4..7, seed: 4 }];
