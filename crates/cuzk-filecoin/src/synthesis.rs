@@ -10,9 +10,14 @@
 //! again on the reference path and its circuit recorded anew: a compiled circuit can cost
 //! time, never a correct input.
 //!
+//! With [`set_compiled_dir`], a recording is also saved to a file (format version, circuit
+//! key and content hash checked on load) and found there after a restart; a file of another
+//! version or circuit, truncated or corrupt, is reported and recorded over.
+//!
 //! `CUZK_SYNTHESIS=reference` selects the reference path (benches and comparisons).
 
 use std::collections::HashMap;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
@@ -43,8 +48,10 @@ impl SynthesisPath {
 pub enum SynthesisRun {
     /// The reference path, as asked.
     Reference,
-    /// Recorded: the first partition of its type (or after a mismatch).
+    /// Recorded: the first partition of its type (no valid saved file either).
     Recorded,
+    /// The compiled circuit came from its saved file, then witness-only.
+    Loaded,
     /// Witness-only through the compiled circuit.
     Compiled,
     /// The compiled circuit did not fit this circuit; recorded again.
@@ -54,6 +61,50 @@ pub enum SynthesisRun {
 fn cache() -> &'static Mutex<HashMap<String, Arc<CompiledCircuit>>> {
     static C: OnceLock<Mutex<HashMap<String, Arc<CompiledCircuit>>>> = OnceLock::new();
     C.get_or_init(Default::default)
+}
+
+fn dir() -> &'static Mutex<Option<PathBuf>> {
+    static D: Mutex<Option<PathBuf>> = Mutex::new(None);
+    &D
+}
+
+/// Where compiled circuits are saved and found across restarts (`<dir>/<key>.pce`; the
+/// daemon uses `<state_dir>/compiled`), or None to keep them in memory only (default).
+pub fn set_compiled_dir(path: Option<PathBuf>) {
+    *dir().lock().unwrap_or_else(|p| p.into_inner()) = path;
+}
+
+fn file_of(key: &str) -> Option<PathBuf> {
+    let d = dir().lock().unwrap_or_else(|p| p.into_inner()).clone()?;
+    let name: String = key.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' }).collect();
+    Some(d.join(format!("{name}.pce")))
+}
+
+/// The compiled circuit of `key` from its saved file, when there is a valid one (put in
+/// memory too); an invalid one is reported and left to be overwritten.
+fn load_saved(key: &str) -> Option<Arc<CompiledCircuit>> {
+    let path = file_of(key)?;
+    if !path.exists() {
+        return None;
+    }
+    let t = Instant::now();
+    match CompiledCircuit::load(key, &path) {
+        Ok(c) => {
+            log::info!(
+                "compiled circuit {key} loaded from {} in {:.2} s ({:.1} MiB)",
+                path.display(),
+                t.elapsed().as_secs_f64(),
+                c.bytes() as f64 / (1u64 << 20) as f64
+            );
+            let c = Arc::new(c);
+            cache().lock().unwrap_or_else(|p| p.into_inner()).insert(key.to_string(), c.clone());
+            Some(c)
+        }
+        Err(e) => {
+            log::warn!("compiled circuit {key}: {e}; recording it again");
+            None
+        }
+    }
 }
 
 /// The compiled circuit kept for `key`, if any.
@@ -79,6 +130,14 @@ fn record<C: Circuit<Scalar>>(key: &str, circuit: C) -> Result<PartitionWitness,
         compiled.bytes() as f64 / (1u64 << 20) as f64,
         t.elapsed().as_secs_f64()
     );
+    if let Some(path) = file_of(key) {
+        let saved = path.parent().map_or(Ok(()), std::fs::create_dir_all).and_then(|()| compiled.save(key, &path));
+        match saved {
+            Ok(()) => log::info!("compiled circuit {key} saved to {}", path.display()),
+            // Not fatal: the next start records it again.
+            Err(e) => log::warn!("compiled circuit {key}: saving to {} failed: {e}", path.display()),
+        }
+    }
     cache().lock().unwrap_or_else(|p| p.into_inner()).insert(key.to_string(), Arc::new(compiled));
     Ok(w)
 }
@@ -105,15 +164,19 @@ pub fn synthesize<C: Circuit<Scalar> + Send, E>(
         let w = PartitionWitness::synthesize(make()?).map_err(&synth_err)?;
         return Ok((w, SynthesisRun::Reference));
     }
-    let Some(compiled) = compiled_for(key) else {
-        return Ok((record(key, make()?).map_err(&synth_err)?, SynthesisRun::Recorded));
+    let (compiled, from_file) = match compiled_for(key) {
+        Some(c) => (c, false),
+        None => match load_saved(key) {
+            Some(c) => (c, true),
+            None => return Ok((record(key, make()?).map_err(&synth_err)?, SynthesisRun::Recorded)),
+        },
     };
     let fast = match pieces {
         Some(p) => synthesize_compiled_pieces((p.parts)()?, p.marker, &compiled),
         None => synthesize_compiled(make()?, &compiled),
     };
     match fast.map_err(&synth_err)? {
-        Ok((w, None)) => Ok((w, SynthesisRun::Compiled)),
+        Ok((w, None)) => Ok((w, if from_file { SynthesisRun::Loaded } else { SynthesisRun::Compiled })),
         outcome => {
             match outcome {
                 Err(mismatch) => log::warn!("{key}: {mismatch}; recording it again"),

@@ -5,7 +5,7 @@
 //! porep_2kib.rs.
 
 use cuzk_filecoin::fixture::{default_fixture_dir, ensure_fixture};
-use cuzk_filecoin::synthesis::{clear_compiled, compiled_for, install_compiled, SynthesisPath, SynthesisRun};
+use cuzk_filecoin::synthesis::{clear_compiled, compiled_for, install_compiled, set_compiled_dir, SynthesisPath, SynthesisRun};
 use cuzk_filecoin::{parse_c1, PoRepJob};
 
 #[test]
@@ -61,4 +61,30 @@ fn compiled_porep_witness_equals_the_reference_and_a_stale_one_is_rebuilt() {
     let (fast, t5) = job.synthesize_with(0, SynthesisPath::Compiled).unwrap();
     assert_eq!(t5.run, Some(SynthesisRun::Compiled));
     assert!(fast == reference);
+
+    // Saved across a restart (the cache cleared stands for one): recorded and saved, then
+    // loaded from the file; a truncated file is recorded over, then loads again.
+    let dir = std::env::temp_dir().join(format!("cuzk-synthesis-{}", std::process::id()));
+    set_compiled_dir(Some(dir.clone()));
+    clear_compiled();
+    let (_, t6) = job.synthesize_with(0, SynthesisPath::Compiled).unwrap();
+    assert_eq!(t6.run, Some(SynthesisRun::Recorded));
+    let file = std::fs::read_dir(&dir).unwrap().next().expect("a saved file").unwrap().path();
+    clear_compiled();
+    let (loaded, t7) = job.synthesize_with(0, SynthesisPath::Compiled).unwrap();
+    assert_eq!(t7.run, Some(SynthesisRun::Loaded));
+    assert!(loaded == reference);
+    let len = std::fs::metadata(&file).unwrap().len();
+    std::fs::OpenOptions::new().write(true).open(&file).unwrap().set_len(len - 1000).unwrap();
+    clear_compiled();
+    let (again, t8) = job.synthesize_with(0, SynthesisPath::Compiled).unwrap();
+    assert_eq!(t8.run, Some(SynthesisRun::Recorded), "a truncated file must not be used");
+    assert!(again == reference);
+    assert_eq!(std::fs::metadata(&file).unwrap().len(), len, "rewritten whole");
+    clear_compiled();
+    let (_, t9) = job.synthesize_with(0, SynthesisPath::Compiled).unwrap();
+    assert_eq!(t9.run, Some(SynthesisRun::Loaded));
+    eprintln!("saved compiled circuit: {} ({len} bytes)", file.display());
+    set_compiled_dir(None);
+    std::fs::remove_dir_all(&dir).unwrap();
 }

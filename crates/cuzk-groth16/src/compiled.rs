@@ -536,3 +536,207 @@ fn finish_compiled(
     }
     Ok(Ok(compiled.witness_checked(cs.inputs, cs.aux)))
 }
+
+/// The file format of a saved compiled circuit: bump when the layout or the recording
+/// changes, so that files of another version are rebuilt, never used.
+const FILE_MAGIC: &[u8; 8] = b"CUZKPCE\0";
+const FILE_VERSION: u32 = 1;
+
+/// Why a saved compiled circuit was not used.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error("{path}: {source}")]
+    Io {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path}: not a compiled circuit, or of another format version ({reason})")]
+    Format { path: String, reason: String },
+    #[error("{path}: holds circuit {found:?}, not {want:?}")]
+    OtherCircuit { path: String, want: String, found: String },
+    #[error("{path}: truncated or corrupt (content hash mismatch or {reason})")]
+    Corrupt { path: String, reason: String },
+}
+
+/// A writer that hashes what it writes.
+struct Hashing<W: std::io::Write> {
+    inner: W,
+    hash: sha2::Sha256,
+}
+
+impl<W: std::io::Write> std::io::Write for Hashing<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        use sha2::Digest;
+        let n = self.inner.write(buf)?;
+        self.hash.update(&buf[..n]);
+        Ok(n)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+fn put_u64s(w: &mut impl std::io::Write, v: &[u64]) -> std::io::Result<()> {
+    w.write_all(&(v.len() as u64).to_le_bytes())?;
+    for chunk in v.chunks(1 << 16) {
+        let bytes: Vec<u8> = chunk.iter().flat_map(|x| x.to_le_bytes()).collect();
+        w.write_all(&bytes)?;
+    }
+    Ok(())
+}
+
+fn put_u32s(w: &mut impl std::io::Write, v: &[u32]) -> std::io::Result<()> {
+    w.write_all(&(v.len() as u64).to_le_bytes())?;
+    for chunk in v.chunks(1 << 16) {
+        let bytes: Vec<u8> = chunk.iter().flat_map(|x| x.to_le_bytes()).collect();
+        w.write_all(&bytes)?;
+    }
+    Ok(())
+}
+
+/// A cursor over a file's bytes; every overrun is an error naming the part.
+struct Reader<'a> {
+    bytes: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize, what: &str) -> Result<&'a [u8], String> {
+        let end = self.at.checked_add(n).filter(|&e| e <= self.bytes.len());
+        let end = end.ok_or_else(|| format!("{what} runs past the end"))?;
+        let s = &self.bytes[self.at..end];
+        self.at = end;
+        Ok(s)
+    }
+    fn u64(&mut self, what: &str) -> Result<u64, String> {
+        Ok(u64::from_le_bytes(self.take(8, what)?.try_into().unwrap()))
+    }
+    fn len(&mut self, elem: usize, what: &str) -> Result<usize, String> {
+        let n = self.u64(what)?;
+        let n = usize::try_from(n).map_err(|_| format!("{what}: length {n}"))?;
+        if n.checked_mul(elem).is_none_or(|b| b > self.bytes.len() - self.at) {
+            return Err(format!("{what}: length {n} runs past the end"));
+        }
+        Ok(n)
+    }
+    fn u64s(&mut self, what: &str) -> Result<Vec<u64>, String> {
+        let n = self.len(8, what)?;
+        Ok(self.take(n * 8, what)?.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().unwrap())).collect())
+    }
+    fn u32s(&mut self, what: &str) -> Result<Vec<u32>, String> {
+        let n = self.len(4, what)?;
+        Ok(self.take(n * 4, what)?.chunks_exact(4).map(|c| u32::from_le_bytes(c.try_into().unwrap())).collect())
+    }
+}
+
+impl CompiledCircuit {
+    /// Writes this compiled circuit for circuit `key` to `path` (through a temporary file
+    /// renamed into place, so a crash leaves the old file or none): magic, format version,
+    /// key, counts, dictionary, matrices, densities, then the SHA-256 of all of it.
+    pub fn save(&self, key: &str, path: &std::path::Path) -> std::io::Result<()> {
+        use sha2::Digest;
+        use std::io::Write;
+        let tmp = path.with_extension("tmp");
+        let file = std::fs::File::create(&tmp)?;
+        let mut w = Hashing { inner: std::io::BufWriter::with_capacity(1 << 20, file), hash: sha2::Sha256::new() };
+        w.write_all(FILE_MAGIC)?;
+        w.write_all(&FILE_VERSION.to_le_bytes())?;
+        w.write_all(&(key.len() as u64).to_le_bytes())?;
+        w.write_all(key.as_bytes())?;
+        w.write_all(&(self.num_inputs as u64).to_le_bytes())?;
+        w.write_all(&(self.num_aux as u64).to_le_bytes())?;
+        w.write_all(&(self.dictionary.len() as u64).to_le_bytes())?;
+        for v in &self.dictionary {
+            w.write_all(v.to_repr().as_ref())?;
+        }
+        for m in [&self.a, &self.b, &self.c] {
+            put_u64s(&mut w, &m.start)?;
+            put_u32s(&mut w, &m.cols)?;
+            put_u32s(&mut w, &m.coeffs)?;
+        }
+        for d in [&self.a_aux_density, &self.b_input_density, &self.b_aux_density] {
+            w.write_all(&(d.len() as u64).to_le_bytes())?;
+            put_u64s(&mut w, d.words())?;
+        }
+        let digest = w.hash.finalize();
+        let mut inner = w.inner;
+        inner.write_all(&digest)?;
+        inner.into_inner().map_err(|e| e.into_error())?.sync_all()?;
+        std::fs::rename(&tmp, path)
+    }
+
+    /// Reads a compiled circuit saved by [`CompiledCircuit::save`] for `key`, checking its
+    /// format version, its key, its content hash and every index in it. Any failure says
+    /// why; the caller records the circuit again.
+    pub fn load(key: &str, path: &std::path::Path) -> Result<CompiledCircuit, LoadError> {
+        use sha2::Digest;
+        let p = path.display().to_string();
+        let io = |source| LoadError::Io { path: p.clone(), source };
+        let file = std::fs::File::open(path).map_err(io)?;
+        // SAFETY: read-only mapping of a file only cuzk writes (through a rename).
+        let map = unsafe { memmap2::Mmap::map(&file) }.map_err(io)?;
+        let format = |reason: String| LoadError::Format { path: p.clone(), reason };
+        let corrupt = |reason: String| LoadError::Corrupt { path: p.clone(), reason };
+        if map.len() < FILE_MAGIC.len() + 4 + 32 || &map[..8] != FILE_MAGIC {
+            return Err(format("no compiled-circuit header".into()));
+        }
+        let version = u32::from_le_bytes(map[8..12].try_into().unwrap());
+        if version != FILE_VERSION {
+            return Err(format(format!("format version {version}, this build reads {FILE_VERSION}")));
+        }
+        let (body, digest) = map.split_at(map.len() - 32);
+        let mut r = Reader { bytes: body, at: 12 };
+        let key_len = r.len(1, "key").map_err(&corrupt)?;
+        let found = String::from_utf8_lossy(r.take(key_len, "key").map_err(&corrupt)?).into_owned();
+        if found != key {
+            return Err(LoadError::OtherCircuit { path: p.clone(), want: key.into(), found });
+        }
+        if sha2::Sha256::digest(body).as_slice() != digest {
+            return Err(corrupt("the hash differs".into()));
+        }
+        let parse = |r: &mut Reader<'_>| -> Result<CompiledCircuit, String> {
+            let num_inputs = r.u64("inputs")? as usize;
+            let num_aux = r.u64("aux")? as usize;
+            let n = r.len(32, "dictionary")?;
+            let mut dictionary = Vec::with_capacity(n);
+            for _ in 0..n {
+                let mut repr = <Scalar as PrimeField>::Repr::default();
+                repr.as_mut().copy_from_slice(r.take(32, "dictionary")?);
+                dictionary.push(Option::from(Scalar::from_repr(repr)).ok_or("a coefficient is not a field element")?);
+            }
+            if dictionary.first() != Some(&Scalar::ONE) || dictionary.get(1) != Some(&-Scalar::ONE) {
+                return Err("the dictionary does not start with 1 and -1".into());
+            }
+            let vars = num_inputs + num_aux;
+            let mut matrix = |name: &str| -> Result<Matrix, String> {
+                let m = Matrix { start: r.u64s(name)?, cols: r.u32s(name)?, coeffs: r.u32s(name)? };
+                let ok = m.cols.len() == m.coeffs.len()
+                    && m.start.first() == Some(&0)
+                    && m.start.last() == Some(&(m.cols.len() as u64))
+                    && m.start.windows(2).all(|w| w[0] <= w[1])
+                    && m.cols.iter().all(|&c| (c as usize) < vars)
+                    && m.coeffs.iter().all(|&c| (c as usize) < dictionary.len());
+                ok.then_some(m).ok_or_else(|| format!("matrix {name} has an index out of range"))
+            };
+            let (a, b, c) = (matrix("A")?, matrix("B")?, matrix("C")?);
+            if b.start.len() != a.start.len() || c.start.len() != a.start.len() {
+                return Err("the matrices have different row counts".into());
+            }
+            let mut density = |name: &str, want: usize| -> Result<Density, String> {
+                let len = r.u64(name)? as usize;
+                let words = r.u64s(name)?;
+                (len == want).then_some(()).ok_or_else(|| format!("density {name} has {len} bits, not {want}"))?;
+                Density::from_words(words, len).ok_or_else(|| format!("density {name} is malformed"))
+            };
+            let a_aux_density = density("A aux", num_aux)?;
+            let b_input_density = density("B inputs", num_inputs)?;
+            let b_aux_density = density("B aux", num_aux)?;
+            if r.at != r.bytes.len() {
+                return Err(format!("{} bytes after the last part", r.bytes.len() - r.at));
+            }
+            Ok(CompiledCircuit { num_inputs, num_aux, a, b, c, dictionary, a_aux_density, b_input_density, b_aux_density })
+        };
+        parse(&mut r).map_err(corrupt)
+    }
+}

@@ -43,6 +43,24 @@ impl Density {
         self.words[i / 64] >> (i % 64) & 1 == 1
     }
 
+    /// The bits as 64-bit words, bit i in word i / 64 at position i % 64.
+    pub(crate) fn words(&self) -> &[u64] {
+        &self.words
+    }
+
+    /// `len` bits from their words, or None when the words do not hold exactly `len` bits
+    /// (a word too few or too many, or a bit set past `len`).
+    pub(crate) fn from_words(words: Vec<u64>, len: usize) -> Option<Density> {
+        if words.len() != len.div_ceil(64) {
+            return None;
+        }
+        if len % 64 != 0 && words.last().is_some_and(|w| w >> (len % 64) != 0) {
+            return None;
+        }
+        let total = words.iter().map(|w| w.count_ones() as usize).sum();
+        Some(Density { words, len, total })
+    }
+
     /// `len` bits, bit i being `bit(i)` (computed in parallel): for shape-only witnesses
     /// of benches, whose densities are drawn rather than synthesized.
     pub fn from_fn(len: usize, bit: impl Fn(usize) -> bool + Sync) -> Density {

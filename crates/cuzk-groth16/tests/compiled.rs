@@ -5,7 +5,7 @@
 
 use bellpepper_core::{Circuit, ConstraintSystem, SynthesisError};
 use blstrs::Scalar;
-use cuzk_groth16::compiled::{compile, synthesize_compiled};
+use cuzk_groth16::compiled::{compile, synthesize_compiled, CompiledCircuit};
 use cuzk_groth16::testing::SyntheticCircuit;
 use cuzk_groth16::PartitionWitness;
 use ff::Field;
@@ -141,4 +141,36 @@ fn pieces_synthesized_apart_in_parallel_join_to_the_whole_witness() {
     let parts = vec![Ranged { range: 0..3, seed: 4 }, Ranged { range: 4..7, seed: 4 }];
     let err = cuzk_groth16::compiled::synthesize_compiled_pieces(parts, "piece_", &compiled).unwrap();
     assert!(err.is_err());
+}
+
+#[test]
+fn saved_compiled_circuits_load_equal_and_bad_files_are_refused_with_the_reason() {
+    let dir = std::env::temp_dir().join(format!("cuzk-compiled-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("c.pce");
+    let (_, compiled) = compile(synthetic(3000, 1)).unwrap();
+    compiled.save("synthetic-3000", &path).unwrap();
+    let loaded = CompiledCircuit::load("synthetic-3000", &path).unwrap();
+    assert_eq!(loaded, compiled);
+    let bytes = std::fs::read(&path).unwrap();
+
+    let refused = |contents: &[u8], key: &str| -> String {
+        std::fs::write(&path, contents).unwrap();
+        CompiledCircuit::load(key, &path).expect_err("a bad file must not load").to_string()
+    };
+    let other = refused(&bytes, "porep-StackedDrg2KiBV1_1");
+    assert!(other.contains("synthetic-3000") && other.contains("porep-StackedDrg2KiBV1_1"), "{other}");
+    let truncated = refused(&bytes[..bytes.len() / 2], "synthetic-3000");
+    assert!(truncated.contains("truncated or corrupt"), "{truncated}");
+    let mut flipped = bytes.clone();
+    flipped[bytes.len() / 3] ^= 1;
+    let flipped = refused(&flipped, "synthetic-3000");
+    assert!(flipped.contains("hash"), "{flipped}");
+    let mut newer = bytes.clone();
+    newer[8] += 1;
+    let newer = refused(&newer, "synthetic-3000");
+    assert!(newer.contains("format version 2"), "{newer}");
+    let empty = refused(b"", "synthetic-3000");
+    assert!(empty.contains("not a compiled circuit"), "{empty}");
+    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -171,6 +171,8 @@ pub async fn run_with(
     runner: Arc<dyn cuzk_engine::ProofRunner>,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> Result<()> {
+    // Compiled circuits are saved beside the spool and found again after a restart.
+    cuzk_filecoin::synthesis::set_compiled_dir(Some(cfg.daemon.state_dir.join("compiled")));
     // The TCP listeners' certificates, key and token, read once: a bad file stops the start.
     let tcp_auth = cfg.daemon.tcp.load()?;
     // D-Bus first, so that `State` reads "starting" while the engine recovers its spool.
