@@ -357,6 +357,12 @@ impl PoRepRunner {
         })
     }
 
+    /// Saves the proof types' compiled circuits in `dir` and finds them there after a
+    /// restart (see cuzk_filecoin::synthesis; process-wide).
+    pub fn save_compiled_circuits_in(&self, dir: &Path) {
+        cuzk_filecoin::synthesis::set_compiled_dir(Some(dir.to_path_buf()));
+    }
+
     /// "porep-2k" for the interactive and synthetic proofs of a 2 KiB sector (they share
     /// parameters), "ni-porep-2k" for non-interactive PoRep.
     pub fn circuit_id(proof: filecoin_proofs_api::RegisteredSealProof) -> String {

@@ -160,6 +160,8 @@ pub async fn shutdown_signal() {
 pub async fn run(cfg: Config, shutdown: impl std::future::Future<Output = ()> + Send + 'static) -> Result<()> {
     let runner = PoRepRunner::new(&cfg.srs.param_cache, cfg.srs.parent_cache.as_deref())
         .map_err(|e| anyhow::anyhow!("[srs]: {e}"))?;
+    // Compiled circuits are saved beside the spool and found again after a restart.
+    runner.save_compiled_circuits_in(&cfg.daemon.state_dir.join("compiled"));
     run_with(cfg, Arc::new(runner), shutdown).await
 }
 
@@ -171,8 +173,6 @@ pub async fn run_with(
     runner: Arc<dyn cuzk_engine::ProofRunner>,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> Result<()> {
-    // Compiled circuits are saved beside the spool and found again after a restart.
-    cuzk_filecoin::synthesis::set_compiled_dir(Some(cfg.daemon.state_dir.join("compiled")));
     // The TCP listeners' certificates, key and token, read once: a bad file stops the start.
     let tcp_auth = cfg.daemon.tcp.load()?;
     // D-Bus first, so that `State` reads "starting" while the engine recovers its spool.
