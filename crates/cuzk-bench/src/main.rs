@@ -128,6 +128,9 @@ enum Cmd {
         /// Rounds of each, alternating; the best of each is compared.
         #[arg(long, default_value_t = 3)]
         rounds: usize,
+        /// Only the compiled path, no comparison (for profiling it).
+        #[arg(long)]
+        compiled_only: bool,
     },
     /// The prover at a partition's shape (e.g. 32 GiB) on shape-only inputs: stage times,
     /// VRAM and host memory, ratio to the goal (a benchmark; its proofs cannot verify).
@@ -381,7 +384,7 @@ fn run(cli: Cli) -> Result<()> {
         Cmd::Metrics { daemon } => block_on(client::metrics(&daemon.daemon()))?,
         Cmd::GpuBench(args) => gpu_bench::run(&args)?,
         Cmd::ShapeBench(args) => shape_bench::run(&args)?,
-        Cmd::SynthBench { c1, rounds } => synth_bench(c1, rounds.max(1))?,
+        Cmd::SynthBench { c1, rounds, compiled_only } => synth_bench(c1, rounds.max(1), compiled_only)?,
         Cmd::BenchC2 {
             fixture_dir,
             rounds,
@@ -453,7 +456,7 @@ fn bench_c2(f: Fixture, rounds: usize, be: &dyn Backend) -> Result<()> {
 }
 
 /// Reference and compiled synthesis of partition 0, alternating, in one process.
-fn synth_bench(c1: Option<PathBuf>, rounds: usize) -> Result<()> {
+fn synth_bench(c1: Option<PathBuf>, rounds: usize, compiled_only: bool) -> Result<()> {
     use cuzk_filecoin::synthesis::{clear_compiled, compiled_for, SynthesisPath};
     let path = c1.unwrap_or_else(|| default_fixture_dir(2048).join("c1.json"));
     let input = parse_c1(&std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?)?;
@@ -480,6 +483,14 @@ fn synth_bench(c1: Option<PathBuf>, rounds: usize) -> Result<()> {
         compiled.dictionary_len(),
         compiled.bytes() as f64 / (1u64 << 20) as f64
     );
+    if compiled_only {
+        for round in 1..=rounds {
+            let t = Instant::now();
+            job.synthesize_with(0, SynthesisPath::Compiled)?;
+            println!("  round {round}: compiled {:.3} s (not compared)", t.elapsed().as_secs_f64());
+        }
+        return Ok(());
+    }
     let (mut best_ref, mut best_fast) = (Duration::MAX, Duration::MAX);
     for round in 1..=rounds {
         let t = Instant::now();

@@ -106,13 +106,15 @@ impl CompiledCircuit {
         self.dictionary.len()
     }
 
-    /// Row `row` of `m` at z.
+    /// Row `row` of `m` at z = inputs ++ aux (read in place, never concatenated).
     #[inline]
-    fn eval_row(&self, m: &Matrix, row: usize, z: &[Scalar]) -> Scalar {
+    fn eval_row(&self, m: &Matrix, row: usize, inputs: &[Scalar], aux: &[Scalar]) -> Scalar {
         let (lo, hi) = (m.start[row] as usize, m.start[row + 1] as usize);
+        let ni = inputs.len();
         let mut acc = Scalar::ZERO;
         for t in lo..hi {
-            let v = &z[m.cols[t] as usize];
+            let c = m.cols[t] as usize;
+            let v = if c < ni { &inputs[c] } else { &aux[c - ni] };
             match m.coeffs[t] {
                 COEFF_ONE => acc += v,
                 COEFF_MINUS_ONE => acc -= v,
@@ -135,9 +137,6 @@ impl CompiledCircuit {
         use std::sync::atomic::{AtomicUsize, Ordering};
         assert_eq!((inputs.len(), aux.len()), (self.num_inputs, self.num_aux));
         const ROWS: usize = 1 << 12;
-        let mut z = inputs;
-        z.extend_from_slice(&aux);
-        drop(aux);
         let n = self.num_constraints();
         let (mut a, mut b, mut c) = (vec![Scalar::ZERO; n], vec![Scalar::ZERO; n], vec![Scalar::ZERO; n]);
         let first_bad = AtomicUsize::new(usize::MAX);
@@ -148,22 +147,21 @@ impl CompiledCircuit {
             .for_each(|(k, ((pa, pb), pc))| {
                 for j in 0..pa.len() {
                     let row = k * ROWS + j;
-                    pa[j] = self.eval_row(&self.a, row, &z);
-                    pb[j] = self.eval_row(&self.b, row, &z);
-                    pc[j] = self.eval_row(&self.c, row, &z);
+                    pa[j] = self.eval_row(&self.a, row, &inputs, &aux);
+                    pb[j] = self.eval_row(&self.b, row, &inputs, &aux);
+                    pc[j] = self.eval_row(&self.c, row, &inputs, &aux);
                     if pa[j] * pb[j] != pc[j] {
                         first_bad.fetch_min(row, Ordering::Relaxed);
                     }
                 }
             });
-        let aux_assignment = z.split_off(self.num_inputs);
         let bad = first_bad.into_inner();
         let w = PartitionWitness {
             a,
             b,
             c,
-            input_assignment: z,
-            aux_assignment,
+            input_assignment: inputs,
+            aux_assignment: aux,
             a_aux_density: self.a_aux_density.clone(),
             b_input_density: self.b_input_density.clone(),
             b_aux_density: self.b_aux_density.clone(),
@@ -490,6 +488,9 @@ pub fn synthesize_compiled_pieces<C: Circuit<Scalar> + Send>(
         })
         .collect::<Result<_, SynthesisError>>()?;
     let mut whole = WitnessOnlyCs::default();
+    // One copy into vectors of the final size (the counts are checked below).
+    whole.inputs.reserve_exact(runs.iter().map(|r| r.inputs.len()).sum());
+    whole.aux.reserve_exact(runs.iter().map(|r| r.aux.len()).sum());
     for (j, run) in runs.into_iter().enumerate() {
         let Some(&(i0, a0, c0)) = run.marks.first() else {
             return Err(SynthesisError::Unsatisfiable);
