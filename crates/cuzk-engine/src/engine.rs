@@ -88,6 +88,17 @@ impl EngineConfig {
 
 /// 3/4 of MemTotal, or 16 GiB when /proc/meminfo cannot be read.
 pub fn default_memory_budget() -> u64 {
+    machine_memory_bytes().map_or(16 << 30, |m| m / 4 * 3)
+}
+
+/// The default of `[srs] cache_limit_bytes`: half of the machine's memory (no limit when
+/// it cannot be read).
+pub fn default_srs_cache_limit() -> u64 {
+    machine_memory_bytes().map_or(0, |m| m / 2)
+}
+
+/// The machine's memory (MemTotal in /proc/meminfo).
+fn machine_memory_bytes() -> Option<u64> {
     std::fs::read_to_string("/proc/meminfo")
         .ok()
         .and_then(|m| {
@@ -96,8 +107,7 @@ pub fn default_memory_budget() -> u64 {
                 .and_then(|l| l.split_whitespace().nth(1))
                 .and_then(|kb| kb.parse::<u64>().ok())
         })
-        .map(|kb| kb * 1024 / 4 * 3)
-        .unwrap_or(16 << 30)
+        .map(|kb| kb * 1024)
 }
 
 /// Whether the engine starts new work.
@@ -1272,10 +1282,13 @@ impl Engine {
         })
     }
 
-    /// Drops a circuit's parameters: (was_loaded, freed_bytes); freed is 0 while a running
-    /// job still holds them (they go when it ends).
-    pub fn evict_srs(&self, circuit_id: &str) -> (bool, u64) {
-        self.inner.srs.evict(circuit_id)
+    /// Drops a circuit's parameters when no job holds them: (was_loaded, freed_bytes);
+    /// [`EngineError::SrsInUse`] while jobs do (nothing is dropped).
+    pub fn evict_srs(&self, circuit_id: &str) -> Result<(bool, u64), EngineError> {
+        self.inner.srs.evict(circuit_id).map_err(|jobs| EngineError::SrsInUse {
+            circuit_id: circuit_id.to_string(),
+            jobs,
+        })
     }
 
     /// State changes of every job, as they happen.

@@ -1,7 +1,7 @@
 //! Errors at the engine's boundary. `EngineError` is what a caller (the daemon) maps to a
 //! transport status: `InvalidRequest` to INVALID_ARGUMENT, `NotFound` to NOT_FOUND,
-//! `Conflict` to ALREADY_EXISTS, `ResourceExhausted` to RESOURCE_EXHAUSTED, `Draining` to
-//! UNAVAILABLE, the rest to INTERNAL. A proof that fails is not an error here:
+//! `Conflict` to ALREADY_EXISTS, `ResourceExhausted` to RESOURCE_EXHAUSTED, `SrsInUse` to
+//! FAILED_PRECONDITION, `Draining` to UNAVAILABLE, the rest to INTERNAL. A proof that fails is not an error here:
 //! it is a [`crate::JobResult`] with status `Failed` and a message.
 
 use std::path::PathBuf;
@@ -42,6 +42,12 @@ pub enum EngineError {
     Config(String),
     #[error("parameters of circuit {circuit_id:?}: {reason}")]
     Srs { circuit_id: String, reason: String },
+    /// An evict asked while jobs hold the parameters.
+    #[error(
+        "parameters of circuit {circuit_id:?} are in use by {jobs} running job(s) and were not \
+         evicted; evict them once those jobs end (or cancel the jobs first)"
+    )]
+    SrsInUse { circuit_id: String, jobs: u32 },
     #[error("engine fault: {0} (a bug; the job itself may still be fine: await it again)")]
     Internal(String),
 }

@@ -94,7 +94,7 @@ pub mod runner;
 pub mod spool;
 
 pub use engine::{
-    default_memory_budget, DeviceStatus, DrainReport, Engine, EngineConfig, EngineState, EngineStatus,
+    default_memory_budget, default_srs_cache_limit, DeviceStatus, DrainReport, Engine, EngineConfig, EngineState, EngineStatus,
     MemoryStatus, QueueStatus, WorkerStatus,
 };
 pub use error::{EngineError, RunError};

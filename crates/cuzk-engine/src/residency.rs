@@ -4,8 +4,9 @@
 //!
 //! Eviction is least-recently-used and only touches entries that are idle and unreferenced
 //! (`Arc::strong_count == 1`: only the cache holds them), when the resident total would pass
-//! the configured limit. An explicit evict removes the entry at once; if a job still holds
-//! it, its memory is freed when that job ends and `freed_bytes` is 0.
+//! the configured limit. An explicit evict removes an idle entry at once and is refused
+//! while a job holds it (the job would keep the memory anyway, and the next job of that
+//! circuit would load a second copy beside it).
 //!
 //! Generic over the value so that the policy is tested without gigabytes of parameters.
 
@@ -129,12 +130,14 @@ impl<T> Residency<T> {
         }
     }
 
-    /// Removes `key`: (was_loaded, freed_bytes). Freed is 0 while a job still holds it.
-    pub fn evict(&self, key: &str) -> (bool, u64) {
-        match lock(&self.entries).remove(key) {
-            None => (false, 0),
-            Some(r) if Arc::strong_count(&r.value) == 1 => (true, r.bytes),
-            Some(_) => (true, 0),
+    /// Removes `key` if idle: Ok((was_loaded, freed_bytes)), or Err(jobs holding it), the
+    /// entry left in place.
+    pub fn evict(&self, key: &str) -> Result<(bool, u64), u32> {
+        let mut entries = lock(&self.entries);
+        match entries.get(key) {
+            None => Ok((false, 0)),
+            Some(r) if Arc::strong_count(&r.value) > 1 => Err((Arc::strong_count(&r.value) - 1) as u32),
+            Some(_) => Ok((true, entries.remove(key).map_or(0, |r| r.bytes))),
         }
     }
 
@@ -184,13 +187,15 @@ mod tests {
         // c is referenced: loading d must evict a (idle), never c.
         let (_d, _) = r.get_or_load("d", 100, load(100)).unwrap();
         assert!(r.is_loaded("c") && r.is_loaded("d") && !r.is_loaded("a"));
-        assert_eq!(r.evict("c"), (true, 0), "c is still held by a job");
+        assert_eq!(r.evict("c"), Err(1), "c is still held by a job");
+        assert!(r.is_loaded("c"), "a refused evict leaves the entry");
         drop(c);
-        assert_eq!(r.evict("zz"), (false, 0));
+        assert_eq!(r.evict("c"), Ok((true, 100)), "idle once its job ended");
+        assert_eq!(r.evict("zz"), Ok((false, 0)));
         let (d2, _) = r.get_or_load("d", 100, load(100)).unwrap();
         drop(d2);
         drop(_d);
-        assert_eq!(r.evict("d"), (true, 100));
+        assert_eq!(r.evict("d"), Ok((true, 100)));
         assert_eq!(r.resident_bytes(), 0);
     }
 

@@ -139,6 +139,10 @@ async fn porep_2kib_through_the_engine_verifies_and_bad_jobs_fail_alone() {
         assert!(Instant::now() < end);
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+    // Its parameters cannot be evicted under it.
+    let refused = engine.evict_srs("porep-2k").unwrap_err();
+    assert!(refused.to_string().contains("in use by 1 running job"), "{refused}");
+    assert_eq!(engine.status().srs.len(), 1, "a refused evict leaves them resident");
     tokio::time::sleep(Duration::from_secs(3)).await;
     let t = Instant::now();
     assert!(engine.cancel("cancel-me").unwrap().was_running());
@@ -151,9 +155,9 @@ async fn porep_2kib_through_the_engine_verifies_and_bad_jobs_fail_alone() {
     );
     assert_eq!(engine.status().memory.in_use_bytes, 0);
 
-    let (was, freed) = engine.evict_srs("porep-2k");
+    let (was, freed) = engine.evict_srs("porep-2k").unwrap();
     assert!(was && freed > 100 << 20, "freed {freed}");
-    assert_eq!(engine.evict_srs("porep-2k"), (false, 0));
+    assert_eq!(engine.evict_srs("porep-2k").unwrap(), (false, 0));
     let report = engine.drain(Duration::from_secs(10));
     assert!(report.finished_in_time && report.threads_stopped && report.left_in_spool == 0);
 }

@@ -60,6 +60,9 @@ pub struct SrsConfig {
     pub param_cache: PathBuf,
     /// SDR parent cache directory (FIL_PROOFS_PARENT_CACHE); unset: filecoin-proofs' default.
     pub parent_cache: Option<PathBuf>,
+    /// Resident parameters above this many bytes are evicted when idle, least recently
+    /// used first; 0: no limit. Unset: half of the machine's memory.
+    pub cache_limit_bytes: Option<u64>,
 }
 
 impl Default for SrsConfig {
@@ -67,6 +70,7 @@ impl Default for SrsConfig {
         SrsConfig {
             param_cache: "/var/tmp/filecoin-proof-parameters".into(),
             parent_cache: None,
+            cache_limit_bytes: None,
         }
     }
 }
@@ -200,7 +204,8 @@ pub struct EngineSettings {
 /// refused with the key named, so that no value can panic, wrap or starve the daemon later
 /// (a drain timeout of 2^63 seconds overflows a deadline; a million synthesis threads do not
 /// start).
-pub const NUMERIC_BOUNDS: [(&str, u64, u64); 15] = [
+pub const NUMERIC_BOUNDS: [(&str, u64, u64); 16] = [
+    ("[srs] cache_limit_bytes", 0, 1 << 52),
     ("[daemon] max_message_bytes", 4 << 20, (1 << 31) - 1),
     ("[daemon] drain_timeout_secs", 0, 7 * 86400),
     ("[gpus] gpu_workers_per_device", 1, 64),
@@ -398,6 +403,7 @@ impl Config {
             ("[engine] max_queued_jobs", e.max_queued_jobs.map(|v| v as u64)),
             ("[engine] max_spool_bytes", e.max_spool_bytes),
             ("[engine] max_attempts", e.max_attempts.map(u64::from)),
+            ("[srs] cache_limit_bytes", self.srs.cache_limit_bytes),
         ];
         values.extend(optional.iter().filter_map(|(k, v)| v.map(|v| (*k, v))));
         for dev in &g.devices {
@@ -434,6 +440,8 @@ impl Config {
         if let Some(n) = e.max_attempts {
             ec.max_attempts = n;
         }
+        ec.srs_cache_limit_bytes =
+            self.srs.cache_limit_bytes.unwrap_or_else(cuzk_engine::default_srs_cache_limit);
         ec
     }
 

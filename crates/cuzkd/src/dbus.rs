@@ -33,6 +33,8 @@ pub enum ControlError {
     UnknownJob(String),
     /// An argument the engine refused (names the argument and the problem).
     InvalidArgs(String),
+    /// The parameters are held by running jobs.
+    InUse(String),
     Failed(String),
 }
 
@@ -42,6 +44,7 @@ impl From<EngineError> for ControlError {
             e @ EngineError::NotFound(_) => ControlError::UnknownJob(e.to_string()),
             EngineError::InvalidRequest(m) => ControlError::InvalidArgs(m),
             e @ EngineError::Srs { .. } => ControlError::InvalidArgs(e.to_string()),
+            e @ EngineError::SrsInUse { .. } => ControlError::InUse(e.to_string()),
             other => ControlError::Failed(other.to_string()),
         }
     }
@@ -172,10 +175,11 @@ impl Prover {
         Ok((already, took.as_millis() as u64))
     }
 
-    /// Drops a circuit's parameters if no job uses them: (evicted, bytes freed).
+    /// Drops a circuit's parameters if no job uses them: (evicted, bytes freed); the
+    /// InUse error names the jobs' count otherwise.
     #[zbus(out_args("evicted", "freed_bytes"))]
     fn evict_srs(&self, circuit: &str) -> Result<(bool, u64), ControlError> {
-        Ok(self.engine()?.evict_srs(circuit))
+        Ok(self.engine()?.evict_srs(circuit)?)
     }
 
     /// No new job starts; running ones finish.

@@ -22,6 +22,7 @@ pub fn status_of(e: EngineError) -> Status {
         EngineError::Conflict { .. } => Status::already_exists(e.to_string()),
         EngineError::ResourceExhausted { .. } => Status::resource_exhausted(e.to_string()),
         EngineError::Draining => Status::unavailable(e.to_string()),
+        EngineError::SrsInUse { .. } => Status::failed_precondition(e.to_string()),
         _ => Status::internal(e.to_string()),
     }
 }
@@ -219,7 +220,8 @@ impl cuzk_proto::ProvingEngine for ProvingService {
         &self,
         request: Request<v1::EvictSrsRequest>,
     ) -> Result<Response<v1::EvictSrsResponse>, Status> {
-        let (was_loaded, freed_bytes) = self.engine.evict_srs(&request.into_inner().circuit_id);
+        let (was_loaded, freed_bytes) =
+            self.engine.evict_srs(&request.into_inner().circuit_id).map_err(status_of)?;
         Ok(Response::new(v1::EvictSrsResponse { was_loaded, freed_bytes }))
     }
 }
