@@ -62,6 +62,8 @@ fn check<T>(method: &str, r: Result<Response<T>, Status>) {
             Code::AlreadyExists,
             Code::ResourceExhausted,
             Code::Unavailable,
+            // EvictSRS while a job holds the parameters.
+            Code::FailedPrecondition,
         ];
         assert!(
             allowed.contains(&s.code()),
