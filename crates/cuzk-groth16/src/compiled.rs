@@ -478,6 +478,8 @@ pub fn synthesize_compiled_pieces<C: Circuit<Scalar> + Send>(
     marker: &'static str,
     compiled: &CompiledCircuit,
 ) -> Result<Result<(PartitionWitness, Option<usize>), CompiledMismatch>, SynthesisError> {
+    let t0 = std::time::Instant::now();
+    let count = parts.len();
     let runs: Vec<WitnessOnlyCs> = parts
         .into_par_iter()
         .map(|circuit| {
@@ -487,6 +489,7 @@ pub fn synthesize_compiled_pieces<C: Circuit<Scalar> + Send>(
             Ok(cs)
         })
         .collect::<Result<_, SynthesisError>>()?;
+    let witness_time = t0.elapsed();
     let mut whole = WitnessOnlyCs::default();
     // One copy into vectors of the final size (the counts are checked below).
     whole.inputs.reserve_exact(runs.iter().map(|r| r.inputs.len()).sum());
@@ -500,7 +503,15 @@ pub fn synthesize_compiled_pieces<C: Circuit<Scalar> + Send>(
         whole.aux.extend_from_slice(&run.aux[a0..]);
         whole.constraints += run.constraints - c0;
     }
-    finish_compiled(whole, compiled)
+    let join_time = t0.elapsed() - witness_time;
+    let r = finish_compiled(whole, compiled);
+    log::debug!(
+        "compiled synthesis: {count} parts witness-only in {:.3} s, joined in {:.3} s, a/b/c and check in {:.3} s",
+        witness_time.as_secs_f64(),
+        join_time.as_secs_f64(),
+        (t0.elapsed() - witness_time - join_time).as_secs_f64()
+    );
+    r
 }
 
 /// Synthesizes `circuit` for its assignments only and evaluates a, b, c from `compiled`:
