@@ -399,7 +399,7 @@ impl<Tree: 'static + MerkleTreeTrait> ShapeJob for Shaped<Tree> {
         let pieces = (groups > 1 && parallel_witness())
             .then_some(crate::synthesis::Pieces { marker: "challenge_", parts: &parts });
         let start = Instant::now();
-        let (witness, run) = crate::synthesis::synthesize(
+        let crate::synthesis::Synthesized { witness, run, first_unsatisfied } = crate::synthesis::synthesize(
             &circuit_key(self.proof_type),
             path,
             make,
@@ -408,9 +408,7 @@ impl<Tree: 'static + MerkleTreeTrait> ShapeJob for Shaped<Tree> {
         )?;
         t.circuit = circuit_time.get();
         t.run = Some(run);
-        // (A compiled run was checked by the synthesis path already.)
-        let checked = run == crate::synthesis::SynthesisRun::Compiled;
-        if let Some(constraint) = if checked { None } else { witness.first_unsatisfied() } {
+        if let Some(constraint) = first_unsatisfied {
             return Err(PoRepError::Unsatisfied { partition: k, constraint });
         }
         t.synthesis = start.elapsed().saturating_sub(t.circuit);

@@ -120,16 +120,7 @@ pub fn clear_compiled() {
 fn record<C: Circuit<Scalar>>(key: &str, circuit: C) -> Result<PartitionWitness, SynthesisError> {
     let t = Instant::now();
     let (w, compiled) = compile(circuit)?;
-    log::info!(
-        "compiled circuit {key}: {} constraints, {} + {} + {} terms, {} coefficients, {:.1} MiB, recorded in {:.2} s",
-        compiled.num_constraints(),
-        compiled.a.terms(),
-        compiled.b.terms(),
-        compiled.c.terms(),
-        compiled.dictionary_len(),
-        compiled.bytes() as f64 / (1u64 << 20) as f64,
-        t.elapsed().as_secs_f64()
-    );
+    log::info!("compiled circuit {key}: {compiled}, recorded in {:.2} s", t.elapsed().as_secs_f64());
     if let Some(path) = file_of(key) {
         let saved = path.parent().map_or(Ok(()), std::fs::create_dir_all).and_then(|()| compiled.save(key, &path));
         match saved {
@@ -150,6 +141,22 @@ pub struct Pieces<'a, C, E> {
     pub parts: &'a dyn Fn() -> Result<Vec<C>, E>,
 }
 
+/// A partition's witness, how it was made, and its first constraint with a * b != c (None:
+/// it satisfies its circuit). Every path checks it once: the compiled paths while
+/// evaluating a, b, c, the others after synthesis.
+pub struct Synthesized {
+    pub witness: PartitionWitness,
+    pub run: SynthesisRun,
+    pub first_unsatisfied: Option<usize>,
+}
+
+impl Synthesized {
+    fn checked(witness: PartitionWitness, run: SynthesisRun) -> Synthesized {
+        let first_unsatisfied = witness.first_unsatisfied();
+        Synthesized { witness, run, first_unsatisfied }
+    }
+}
+
 /// The witness of the circuit `make()` builds (it may be called twice), by `path`; circuits
 /// of one `key` must have one structure (a proof type's partitions do). With `pieces`, a
 /// compiled run generates the witness from the parts in parallel.
@@ -159,16 +166,19 @@ pub fn synthesize<C: Circuit<Scalar> + Send, E>(
     make: impl Fn() -> Result<C, E>,
     pieces: Option<Pieces<'_, C, E>>,
     synth_err: impl Fn(SynthesisError) -> E,
-) -> Result<(PartitionWitness, SynthesisRun), E> {
+) -> Result<Synthesized, E> {
     if path == SynthesisPath::Reference {
         let w = PartitionWitness::synthesize(make()?).map_err(&synth_err)?;
-        return Ok((w, SynthesisRun::Reference));
+        return Ok(Synthesized::checked(w, SynthesisRun::Reference));
     }
     let (compiled, from_file) = match compiled_for(key) {
         Some(c) => (c, false),
         None => match load_saved(key) {
             Some(c) => (c, true),
-            None => return Ok((record(key, make()?).map_err(&synth_err)?, SynthesisRun::Recorded)),
+            None => {
+                let w = record(key, make()?).map_err(&synth_err)?;
+                return Ok(Synthesized::checked(w, SynthesisRun::Recorded));
+            }
         },
     };
     let fast = match pieces {
@@ -176,7 +186,11 @@ pub fn synthesize<C: Circuit<Scalar> + Send, E>(
         None => synthesize_compiled(make()?, &compiled),
     };
     match fast.map_err(&synth_err)? {
-        Ok((w, None)) => Ok((w, if from_file { SynthesisRun::Loaded } else { SynthesisRun::Compiled })),
+        Ok((witness, None)) => Ok(Synthesized {
+            witness,
+            run: if from_file { SynthesisRun::Loaded } else { SynthesisRun::Compiled },
+            first_unsatisfied: None,
+        }),
         outcome => {
             match outcome {
                 Err(mismatch) => log::warn!("{key}: {mismatch}; recording it again"),
@@ -185,7 +199,8 @@ pub fn synthesize<C: Circuit<Scalar> + Send, E>(
                      synthesizing on the reference path and recording the circuit again"
                 ),
             }
-            Ok((record(key, make()?).map_err(&synth_err)?, SynthesisRun::Rebuilt))
+            let w = record(key, make()?).map_err(&synth_err)?;
+            Ok(Synthesized::checked(w, SynthesisRun::Rebuilt))
         }
     }
 }

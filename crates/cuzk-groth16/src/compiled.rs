@@ -68,6 +68,22 @@ pub struct CompiledCircuit {
     b_aux_density: Density,
 }
 
+/// One line for logs and benches: constraints, terms, coefficients, memory.
+impl std::fmt::Display for CompiledCircuit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} constraints, {} + {} + {} terms, {} distinct coefficients, {:.1} MiB",
+            self.num_constraints(),
+            self.a.terms(),
+            self.b.terms(),
+            self.c.terms(),
+            self.dictionary_len(),
+            self.bytes() as f64 / (1u64 << 20) as f64
+        )
+    }
+}
+
 /// A witness run whose counts differ from its compiled circuit's: another circuit, or
 /// another version of it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -589,19 +605,43 @@ impl<W: std::io::Write> std::io::Write for Hashing<W> {
     }
 }
 
-fn put_u64s(w: &mut impl std::io::Write, v: &[u64]) -> std::io::Result<()> {
-    w.write_all(&(v.len() as u64).to_le_bytes())?;
-    for chunk in v.chunks(1 << 16) {
-        let bytes: Vec<u8> = chunk.iter().flat_map(|x| x.to_le_bytes()).collect();
-        w.write_all(&bytes)?;
-    }
-    Ok(())
+/// Fixed-width little-endian words of the file format.
+trait Word: Copy {
+    const BYTES: usize;
+    fn put(self, out: &mut Vec<u8>);
+    fn get(bytes: &[u8]) -> Self;
 }
 
-fn put_u32s(w: &mut impl std::io::Write, v: &[u32]) -> std::io::Result<()> {
+impl Word for u32 {
+    const BYTES: usize = 4;
+    fn put(self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.to_le_bytes())
+    }
+    fn get(bytes: &[u8]) -> Self {
+        let mut b = [0u8; 4];
+        b.copy_from_slice(bytes);
+        u32::from_le_bytes(b)
+    }
+}
+
+impl Word for u64 {
+    const BYTES: usize = 8;
+    fn put(self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.to_le_bytes())
+    }
+    fn get(bytes: &[u8]) -> Self {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(bytes);
+        u64::from_le_bytes(b)
+    }
+}
+
+/// A length (u64) then the words.
+fn put_words<T: Word>(w: &mut impl std::io::Write, v: &[T]) -> std::io::Result<()> {
     w.write_all(&(v.len() as u64).to_le_bytes())?;
     for chunk in v.chunks(1 << 16) {
-        let bytes: Vec<u8> = chunk.iter().flat_map(|x| x.to_le_bytes()).collect();
+        let mut bytes = Vec::with_capacity(chunk.len() * T::BYTES);
+        chunk.iter().for_each(|x| x.put(&mut bytes));
         w.write_all(&bytes)?;
     }
     Ok(())
@@ -622,7 +662,7 @@ impl<'a> Reader<'a> {
         Ok(s)
     }
     fn u64(&mut self, what: &str) -> Result<u64, String> {
-        Ok(u64::from_le_bytes(self.take(8, what)?.try_into().unwrap()))
+        Ok(u64::get(self.take(8, what)?))
     }
     fn len(&mut self, elem: usize, what: &str) -> Result<usize, String> {
         let n = self.u64(what)?;
@@ -632,13 +672,10 @@ impl<'a> Reader<'a> {
         }
         Ok(n)
     }
-    fn u64s(&mut self, what: &str) -> Result<Vec<u64>, String> {
-        let n = self.len(8, what)?;
-        Ok(self.take(n * 8, what)?.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().unwrap())).collect())
-    }
-    fn u32s(&mut self, what: &str) -> Result<Vec<u32>, String> {
-        let n = self.len(4, what)?;
-        Ok(self.take(n * 4, what)?.chunks_exact(4).map(|c| u32::from_le_bytes(c.try_into().unwrap())).collect())
+    /// A length then that many words (as [`put_words`] writes them).
+    fn words<T: Word>(&mut self, what: &str) -> Result<Vec<T>, String> {
+        let n = self.len(T::BYTES, what)?;
+        Ok(self.take(n * T::BYTES, what)?.chunks_exact(T::BYTES).map(T::get).collect())
     }
 }
 
@@ -663,13 +700,13 @@ impl CompiledCircuit {
             w.write_all(v.to_repr().as_ref())?;
         }
         for m in [&self.a, &self.b, &self.c] {
-            put_u64s(&mut w, &m.start)?;
-            put_u32s(&mut w, &m.cols)?;
-            put_u32s(&mut w, &m.coeffs)?;
+            put_words(&mut w, &m.start)?;
+            put_words(&mut w, &m.cols)?;
+            put_words(&mut w, &m.coeffs)?;
         }
         for d in [&self.a_aux_density, &self.b_input_density, &self.b_aux_density] {
             w.write_all(&(d.len() as u64).to_le_bytes())?;
-            put_u64s(&mut w, d.words())?;
+            put_words(&mut w, d.words())?;
         }
         let digest = w.hash.finalize();
         let mut inner = w.inner;
@@ -693,7 +730,7 @@ impl CompiledCircuit {
         if map.len() < FILE_MAGIC.len() + 4 + 32 || &map[..8] != FILE_MAGIC {
             return Err(format("no compiled-circuit header".into()));
         }
-        let version = u32::from_le_bytes(map[8..12].try_into().unwrap());
+        let version = u32::get(&map[8..12]);
         if version != FILE_VERSION {
             return Err(format(format!("format version {version}, this build reads {FILE_VERSION}")));
         }
@@ -722,7 +759,7 @@ impl CompiledCircuit {
             }
             let vars = num_inputs + num_aux;
             let mut matrix = |name: &str| -> Result<Matrix, String> {
-                let m = Matrix { start: r.u64s(name)?, cols: r.u32s(name)?, coeffs: r.u32s(name)? };
+                let m = Matrix { start: r.words(name)?, cols: r.words(name)?, coeffs: r.words(name)? };
                 let ok = m.cols.len() == m.coeffs.len()
                     && m.start.first() == Some(&0)
                     && m.start.last() == Some(&(m.cols.len() as u64))
@@ -737,7 +774,7 @@ impl CompiledCircuit {
             }
             let mut density = |name: &str, want: usize| -> Result<Density, String> {
                 let len = r.u64(name)? as usize;
-                let words = r.u64s(name)?;
+                let words = r.words(name)?;
                 (len == want).then_some(()).ok_or_else(|| format!("density {name} has {len} bits, not {want}"))?;
                 Density::from_words(words, len).ok_or_else(|| format!("density {name} is malformed"))
             };
