@@ -14,7 +14,7 @@ use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand, ValueEnum};
 use cuzk_filecoin::fixture::{default_fixture_dir, ensure_fixture, parse_sector_size, Fixture};
 use cuzk_filecoin::params::{seal_params_path, use_proof_dirs};
-use cuzk_filecoin::{parse_c1, prove_porep_c2, prover_id_from_miner, PoRepTimings, SectorIdentity};
+use cuzk_filecoin::{parse_c1, prove_porep_c2, prover_id_from_miner, JobTimings, SectorIdentity};
 use cuzk_groth16::{Backend, CpuBackend, Srs};
 
 #[derive(Parser)]
@@ -240,7 +240,7 @@ fn secs(d: Duration) -> String {
     format!("{:>9.3} s", d.as_secs_f64())
 }
 
-fn print_timings(srs_load: Duration, t: &PoRepTimings) {
+fn print_timings(srs_load: Duration, t: &JobTimings) {
     let p = &t.prove;
     let rows = [
         ("srs load", srs_load),
@@ -266,7 +266,7 @@ fn print_timings(srs_load: Duration, t: &PoRepTimings) {
 struct Proved {
     bytes: Vec<u8>,
     srs_load: Duration,
-    timings: PoRepTimings,
+    timings: JobTimings,
     total: Duration,
 }
 
@@ -327,6 +327,17 @@ fn run(cli: Cli) -> Result<()> {
             println!("  c1          {}", f.c1_path().display());
             println!("  envelope    {}", f.envelope_path().display());
             println!("  miner id    {}   sector id {}", f.info.miner_id, f.info.sector_id);
+            let k = cuzk_filecoin::fixture::ensure_kind_fixtures(&f.dir, size)?;
+            if k.cached {
+                println!("  PoSt and SnapDeals: cached, parameters and vanilla proofs present and valid");
+            } else {
+                println!(
+                    "  PoSt and SnapDeals: generated, parameters {:.1} s, sealing and update {:.1} s",
+                    k.param_time.as_secs_f64(),
+                    k.seal_time.as_secs_f64()
+                );
+            }
+            println!("  kinds       {}", k.dir.join("kinds").display());
         }
         Cmd::Prove {
             c1,

@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use cuzk_filecoin::c1::REGISTERED_SEAL_PROOFS;
 use cuzk_filecoin::params::{seal_params_path, use_proof_dirs};
-use cuzk_filecoin::{parse_c1, prover_id_from_miner, C1Input, PoRepError, PoRepJob, SectorIdentity};
+use cuzk_filecoin::{parse_c1, prover_id_from_miner, C1Input, ProofError, PoRepJob, SectorIdentity};
 use cuzk_groth16::{Backend, BackendError, NttDirection, PartitionWitness, Selection, Srs, SrsShape};
 
 use crate::engine::MemoryStatus;
@@ -336,12 +336,12 @@ pub fn pipeline_partitions<W: Send, P, E: Send>(
     })
 }
 
-fn porep_error(e: PoRepError, cancel: &CancelToken) -> RunError {
+fn porep_error(e: ProofError, cancel: &CancelToken) -> RunError {
     if cancel.is_cancelled() {
         RunError::Cancelled
     } else {
         match e {
-            PoRepError::BadInput(_) | PoRepError::Unsatisfied { .. } => RunError::BadRequest(e.to_string()),
+            ProofError::BadInput(_) | ProofError::Unsatisfied { .. } => RunError::BadRequest(e.to_string()),
             other => RunError::Prove(other.to_string()),
         }
     }
@@ -483,7 +483,7 @@ impl ProofRunner for PoRepRunner {
                 ctx.cancel.check()?;
                 let (r, s) = cuzk_groth16::prover::random_blinding(&mut rand::rngs::OsRng);
                 let (proof, _) = cuzk_groth16::prove(ctx.backend, srs, w, r, s).map_err(|e| {
-                    porep_error(PoRepError::Prove { partition: k, source: e }, ctx.cancel)
+                    porep_error(ProofError::Prove { partition: k, source: e }, ctx.cancel)
                 })?;
                 Ok(proof)
             },

@@ -296,3 +296,249 @@ fn seal_sector(dir: &Path, proof: RegisteredSealProof, id: SectorIdentity) -> Re
     let _ = fs::remove_dir_all(&work);
     Ok(json)
 }
+
+/// The request fields of one PoSt or SnapDeals fixture, as Curio fills them (`kinds/*.json`).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct KindInput {
+    /// "winning", "window" or "snap".
+    pub kind: String,
+    /// The wire number of the registered proof (see `post::post_proof_from_wire`,
+    /// `snap::update_proof_from_wire`).
+    pub registered_proof: u64,
+    pub sector_size: u64,
+    pub miner_id: u64,
+    pub sector_id: u64,
+    #[serde(with = "b64")]
+    pub randomness: Vec<u8>,
+    pub partition_index: u32,
+    #[serde(with = "b64_vec")]
+    pub vanilla_proofs: Vec<Vec<u8>>,
+    #[serde(with = "b64")]
+    pub comm_r_old: Vec<u8>,
+    #[serde(with = "b64")]
+    pub comm_r_new: Vec<u8>,
+    #[serde(with = "b64")]
+    pub comm_d_new: Vec<u8>,
+    /// The sector's comm_r (PoSt; the sector key's for SnapDeals), for verification.
+    #[serde(with = "b64")]
+    pub comm_r: Vec<u8>,
+}
+
+/// The PoSt and SnapDeals fixtures of one sector size.
+#[derive(Clone, Debug)]
+pub struct KindFixtures {
+    pub dir: PathBuf,
+    pub winning: KindInput,
+    pub window: KindInput,
+    pub snap: KindInput,
+    pub cached: bool,
+    pub param_time: Duration,
+    pub seal_time: Duration,
+}
+
+impl KindFixtures {
+    pub fn param_dir(&self) -> PathBuf {
+        self.dir.join("params")
+    }
+}
+
+mod b64 {
+    use base64::Engine;
+    pub fn serialize<S: serde::Serializer>(v: &[u8], s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&base64::engine::general_purpose::STANDARD.encode(v))
+    }
+    pub fn deserialize<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<u8>, D::Error> {
+        let s: String = serde::Deserialize::deserialize(d)?;
+        base64::engine::general_purpose::STANDARD.decode(s).map_err(serde::de::Error::custom)
+    }
+}
+
+mod b64_vec {
+    use base64::Engine;
+    pub fn serialize<S: serde::Serializer>(v: &[Vec<u8>], s: S) -> Result<S::Ok, S::Error> {
+        let e: Vec<String> = v.iter().map(|b| base64::engine::general_purpose::STANDARD.encode(b)).collect();
+        serde::Serialize::serialize(&e, s)
+    }
+    pub fn deserialize<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<Vec<u8>>, D::Error> {
+        let v: Vec<String> = serde::Deserialize::deserialize(d)?;
+        v.iter()
+            .map(|s| base64::engine::general_purpose::STANDARD.decode(s).map_err(serde::de::Error::custom))
+            .collect()
+    }
+}
+
+/// The proof types the kind fixtures of a sector size use: WinningPoSt, WindowPoSt (API 1.2,
+/// what Curio sends today) and the sector update.
+pub fn kind_proofs(
+    sector_size: u64,
+) -> Result<(filecoin_proofs_api::RegisteredPoStProof, filecoin_proofs_api::RegisteredPoStProof, filecoin_proofs_api::RegisteredUpdateProof)> {
+    use filecoin_proofs_api::{RegisteredPoStProof as P, RegisteredUpdateProof as U};
+    Ok(match sector_size {
+        2048 => (P::StackedDrgWinning2KiBV1, P::StackedDrgWindow2KiBV1_2, U::StackedDrg2KiBV1),
+        0x80_0000 => (P::StackedDrgWinning8MiBV1, P::StackedDrgWindow8MiBV1_2, U::StackedDrg8MiBV1),
+        _ => bail!("PoSt and SnapDeals fixtures are made for 2KiB and 8MiB sectors only (got {sector_size} bytes)"),
+    })
+}
+
+/// Makes (or reuses) the WinningPoSt, WindowPoSt and SnapDeals fixtures for `sector_size`
+/// in `dir` (the PoRep fixture's directory: they share its `params/` and `parents/`): a
+/// sector really sealed, and really updated with new data, whose vanilla proofs are written
+/// as Curio sends them, with test parameters for the three circuits. Layout, in `dir`:
+/// `kinds/{winning,window,snap}.json` ([`KindInput`]), `kinds/fixture.json` last.
+pub fn ensure_kind_fixtures(dir: &Path, sector_size: u64) -> Result<KindFixtures> {
+    refuse_production_dir(dir)?;
+    let seal_proof = fixture_proof(sector_size)?;
+    let (winning_proof, window_proof, update_proof) = kind_proofs(sector_size)?;
+    fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let dir = fs::canonicalize(dir)?;
+    let (params, parents) = (dir.join("params"), dir.join("parents"));
+    fs::create_dir_all(&params)?;
+    fs::create_dir_all(&parents)?;
+    use_proof_dirs(&params, Some(&parents))?;
+    let kinds = dir.join("kinds");
+    let read = |name: &str| -> Option<KindInput> {
+        serde_json::from_slice(&fs::read(kinds.join(format!("{name}.json"))).ok()?).ok()
+    };
+    let params_ok = [
+        winning_proof.cache_params_path(),
+        window_proof.cache_params_path(),
+        update_proof.cache_params_path(),
+    ]
+    .into_iter()
+    .all(|p| p.ok().and_then(|p| p.file_name().map(|f| params.join(f))).is_some_and(|p| cuzk_groth16::Srs::shape(&p).is_ok() && p.with_extension("vk").is_file()));
+    if kinds.join("fixture.json").is_file() && params_ok {
+        if let (Some(winning), Some(window), Some(snap)) = (read("winning"), read("window"), read("snap")) {
+            return Ok(KindFixtures { dir, winning, window, snap, cached: true, param_time: Duration::ZERO, seal_time: Duration::ZERO });
+        }
+    }
+    let start = Instant::now();
+    if !params_ok {
+        with_shape!(sector_size, generate_kind_params, winning_proof, window_proof, update_proof)?;
+    }
+    let param_time = start.elapsed();
+    let start = Instant::now();
+    fs::create_dir_all(&kinds)?;
+    let (winning, window, snap) = seal_and_update(&kinds, seal_proof, winning_proof, window_proof, update_proof)?;
+    for (name, input) in [("winning", &winning), ("window", &window), ("snap", &snap)] {
+        write_atomic(&kinds.join(format!("{name}.json")), &serde_json::to_vec_pretty(input)?)?;
+    }
+    write_atomic(&kinds.join("fixture.json"), br#"{"complete": true}"#)?;
+    Ok(KindFixtures { dir, winning, window, snap, cached: false, param_time, seal_time: start.elapsed() })
+}
+
+/// Test parameters of the WinningPoSt, WindowPoSt and update circuits, by filecoin-proofs'
+/// own parameter cache (random toxic waste).
+fn generate_kind_params<Tree: 'static + MerkleTreeTrait<Hasher = filecoin_proofs::TreeRHasher>>(
+    winning: filecoin_proofs_api::RegisteredPoStProof,
+    window: filecoin_proofs_api::RegisteredPoStProof,
+    update: filecoin_proofs_api::RegisteredUpdateProof,
+) -> Result<()> {
+    use storage_proofs_post::fallback::{FallbackPoSt, FallbackPoStCompound};
+    use storage_proofs_update::{EmptySectorUpdate, EmptySectorUpdateCompound};
+    let mut rng = rand::rngs::OsRng;
+    for post in [winning, window] {
+        let config = post.as_v1_config();
+        let pp = if post == winning {
+            filecoin_proofs::parameters::winning_post_public_params::<Tree>(&config)?
+        } else {
+            filecoin_proofs::parameters::window_post_public_params::<Tree>(&config)?
+        };
+        <FallbackPoStCompound<Tree> as CompoundProof<FallbackPoSt<'_, Tree>, _>>::groth_params(Some(&mut rng), &pp)?;
+        <FallbackPoStCompound<Tree> as CompoundProof<FallbackPoSt<'_, Tree>, _>>::verifying_key(Some(&mut rng), &pp)?;
+    }
+    let pp = storage_proofs_update::PublicParams::from_sector_size(u64::from(update.sector_size()));
+    <EmptySectorUpdateCompound<Tree> as CompoundProof<EmptySectorUpdate<Tree>, _>>::groth_params(Some(&mut rng), &pp)?;
+    <EmptySectorUpdateCompound<Tree> as CompoundProof<EmptySectorUpdate<Tree>, _>>::verifying_key(Some(&mut rng), &pp)?;
+    Ok(())
+}
+
+/// Seals a sector of random data, takes its WinningPoSt and WindowPoSt vanilla proofs, then
+/// updates it with new random data and takes the update's partition vanilla proofs.
+fn seal_and_update(
+    work: &Path,
+    seal_proof: RegisteredSealProof,
+    winning_proof: filecoin_proofs_api::RegisteredPoStProof,
+    window_proof: filecoin_proofs_api::RegisteredPoStProof,
+    update_proof: filecoin_proofs_api::RegisteredUpdateProof,
+) -> Result<(KindInput, KindInput, KindInput)> {
+    use filecoin_proofs_api::post;
+    use filecoin_proofs_api::update;
+    let sector_dir = work.join("sector");
+    let _ = fs::remove_dir_all(&sector_dir);
+    let cache = sector_dir.join("cache");
+    fs::create_dir_all(&cache)?;
+    let (staged, sealed) = (sector_dir.join("staged"), sector_dir.join("sealed"));
+    let mut rng = ChaCha20Rng::from_seed([11; 32]);
+    let sector_size = u64::from(seal_proof.sector_size());
+    let unpadded = UnpaddedBytesAmount::from(filecoin_proofs::PaddedBytesAmount(sector_size));
+    let stage = |path: &Path, rng: &mut ChaCha20Rng| -> Result<filecoin_proofs_api::PieceInfo> {
+        let mut data = vec![0u8; u64::from(unpadded) as usize];
+        rng.fill_bytes(&mut data);
+        let mut f = fs::OpenOptions::new().read(true).write(true).create(true).truncate(true).open(path)?;
+        let (piece, _) = api::add_piece(seal_proof, Cursor::new(&data), &mut f, unpadded, &[])?;
+        Ok(piece)
+    };
+    let piece = stage(&staged, &mut rng)?;
+    fs::File::create(&sealed)?;
+    let mut ticket = [0u8; 32];
+    rng.fill_bytes(&mut ticket);
+    ticket[31] &= 0x3f;
+    let prover_id = prover_id_from_miner(FIXTURE_MINER_ID);
+    let sector = SectorId::from(FIXTURE_SECTOR_ID);
+    let p1 = api::seal_pre_commit_phase1(seal_proof, &cache, &staged, &sealed, prover_id, sector, ticket, &[piece.clone()])?;
+    let p2 = api::seal_pre_commit_phase2(p1, &cache, &sealed)?;
+    let comm_r = p2.comm_r;
+
+    let mut input = |kind: &str, proof: filecoin_proofs_api::RegisteredPoStProof, wire: u64| -> Result<KindInput> {
+        let mut randomness = [0u8; 32];
+        rng.fill_bytes(&mut randomness);
+        randomness[31] &= 0x3f;
+        let challenges = post::generate_fallback_sector_challenges(proof, &randomness, &[sector], prover_id)?;
+        let replica = filecoin_proofs_api::PrivateReplicaInfo::new(proof, comm_r, cache.clone(), sealed.clone());
+        let vanilla = post::generate_single_vanilla_proof(proof, sector, &replica, &challenges[&sector])?;
+        Ok(KindInput {
+            kind: kind.into(),
+            registered_proof: wire,
+            sector_size,
+            miner_id: FIXTURE_MINER_ID,
+            sector_id: FIXTURE_SECTOR_ID,
+            randomness: randomness.to_vec(),
+            partition_index: 0,
+            vanilla_proofs: vec![vanilla],
+            comm_r_old: Vec::new(),
+            comm_r_new: Vec::new(),
+            comm_d_new: Vec::new(),
+            comm_r: comm_r.to_vec(),
+        })
+    };
+    let winning = input("winning", winning_proof, crate::post::post_proof_to_wire(winning_proof))?;
+    let window = input("window", window_proof, crate::post::post_proof_to_wire(window_proof))?;
+
+    let (new_staged, new_replica, new_cache) =
+        (sector_dir.join("new-staged"), sector_dir.join("new-sealed"), sector_dir.join("new-cache"));
+    fs::create_dir_all(&new_cache)?;
+    let new_piece = stage(&new_staged, &mut rng)?;
+    fs::File::create(&new_replica)?.set_len(sector_size)?;
+    let encoded = update::empty_sector_update_encode_into(
+        update_proof, &new_replica, &new_cache, &sealed, &cache, &new_staged, &[new_piece],
+    )?;
+    let partitions = update::generate_partition_proofs(
+        update_proof, comm_r, encoded.comm_r_new, encoded.comm_d_new, &sealed, &cache, &new_replica, &new_cache,
+    )?;
+    let snap = KindInput {
+        kind: "snap".into(),
+        registered_proof: crate::snap::update_proof_to_wire(update_proof),
+        sector_size,
+        miner_id: FIXTURE_MINER_ID,
+        sector_id: FIXTURE_SECTOR_ID,
+        randomness: Vec::new(),
+        partition_index: 0,
+        vanilla_proofs: partitions.into_iter().map(|p| p.0).collect(),
+        comm_r_old: comm_r.to_vec(),
+        comm_r_new: encoded.comm_r_new.to_vec(),
+        comm_d_new: encoded.comm_d_new.to_vec(),
+        comm_r: comm_r.to_vec(),
+    };
+    let _ = fs::remove_dir_all(&sector_dir);
+    Ok((winning, window, snap))
+}

@@ -14,11 +14,19 @@
 //! come from filecoin-proofs and storage-proofs; the Groth16 proving is cuzk-groth16's.
 
 pub mod c1;
+pub mod error;
 pub mod fixture;
+pub mod job;
 pub mod params;
 pub mod porep;
+pub mod post;
+pub mod snap;
 pub mod synthesis;
 pub mod vanilla_shape;
 
 pub use c1::{parse_c1, C1Error, C1Input};
-pub use porep::{prove_porep_c2, prove_porep_c2_with, prover_id_from_miner, Blinding, PoRepJob, verify_porep_c2, PoRepError, PoRepTimings, SectorIdentity};
+pub use error::ProofError;
+pub use job::{prove_job, Blinding, FinishTimings, JobTimings, ProofJob, SynthesisTimings};
+pub use porep::{prove_porep_c2, prove_porep_c2_with, prover_id_from_miner, verify_porep_c2, PoRepJob, SealCommit, SectorIdentity};
+pub use post::{PoStJob, PoStRequest};
+pub use snap::{SnapJob, SnapRequest};

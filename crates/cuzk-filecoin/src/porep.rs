@@ -6,7 +6,7 @@
 use std::time::{Duration, Instant};
 
 use blstrs::Scalar as Fr;
-use cuzk_groth16::{prove, Backend, PartitionWitness, Proof, ProveError, ProveTimings, Srs};
+use cuzk_groth16::{Backend, PartitionWitness, Proof, Srs};
 use filecoin_hashers::{Domain, Hasher};
 use filecoin_proofs::{
     as_safe_commitment, parameters::setup_params, with_shape, DefaultPieceDomain,
@@ -14,7 +14,6 @@ use filecoin_proofs::{
 };
 use filecoin_proofs_api::seal::SealCommitPhase1Output;
 use filecoin_proofs_api::RegisteredSealProof;
-use rand::rngs::OsRng;
 use storage_proofs_core::api_version::ApiFeature;
 use storage_proofs_core::compound_proof::{self, CompoundProof};
 use storage_proofs_core::merkle::MerkleTreeTrait;
@@ -22,48 +21,9 @@ use storage_proofs_core::sector::SectorId;
 use storage_proofs_porep::stacked::{self, StackedCompound, StackedDrg};
 
 use crate::c1::C1Input;
+use crate::error::ProofError;
+use crate::job::{check_partition, check_proof_count, prove_job, Blinding, FinishTimings, JobTimings, ProofJob, SynthesisTimings};
 use crate::vanilla_shape::{check_vanilla_shape, hex_le, is_field_element, ExpectedShape, VanillaShapeError};
-
-#[derive(Debug, thiserror::Error)]
-pub enum PoRepError {
-    #[error("C1 output is inconsistent: {0}")]
-    BadInput(String),
-    #[error("building the circuit of partition {partition} failed: {reason}")]
-    Circuit { partition: usize, reason: String },
-    #[error("synthesizing partition {partition} failed: {reason}")]
-    Synthesis { partition: usize, reason: String },
-    #[error(
-        "partition {partition}: the vanilla proof does not satisfy constraint {constraint} of \
-         the circuit (corrupt or tampered C1 output, or one made for another sector)"
-    )]
-    Unsatisfied { partition: usize, constraint: usize },
-    #[error("proving partition {partition}: {source}")]
-    Prove {
-        partition: usize,
-        #[source]
-        source: ProveError,
-    },
-    #[error("aggregating the NI-PoRep partition proofs failed: {0}")]
-    Aggregate(String),
-    #[error("verifying the proof with filecoin-proofs failed: {0}")]
-    Verify(String),
-    #[error(
-        "the proof does not verify with filecoin-proofs (prover id or sector id not the ones \
-         the sector was sealed with, or wrong parameters); it was discarded"
-    )]
-    DoesNotVerify,
-}
-
-/// Where the time of one PoRep C2 went.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct PoRepTimings {
-    pub partitions: usize,
-    pub circuits: Duration,
-    pub synthesis: Duration,
-    pub prove: ProveTimings,
-    pub aggregate: Duration,
-    pub verify: Duration,
-}
 
 /// What identifies the sector beyond its C1 output.
 #[derive(Clone, Copy, Debug)]
@@ -91,15 +51,6 @@ pub fn prover_id_from_miner(actor_id: u64) -> [u8; 32] {
     out
 }
 
-/// The blinding values (r, s) of each partition's proof.
-#[derive(Clone, Debug)]
-pub enum Blinding {
-    /// Fresh random values from the OS: what production proofs must use.
-    Random,
-    /// Given values, one pair per partition: for comparing backends bit for bit.
-    Fixed(Vec<(Fr, Fr)>),
-}
-
 /// Proves a sector's C1 output. `srs` must be the parameters of its registered proof (see
 /// [`crate::params::seal_params_path`]); filecoin-proofs must already point at the same
 /// parameter directory for the verifying key ([`crate::params::use_proof_dirs`]).
@@ -108,7 +59,7 @@ pub fn prove_porep_c2(
     id: SectorIdentity,
     srs: &Srs,
     backend: &dyn Backend,
-) -> Result<(Vec<u8>, PoRepTimings), PoRepError> {
+) -> Result<(Vec<u8>, JobTimings), ProofError> {
     prove_porep_c2_with(c1, id, srs, backend, &Blinding::Random)
 }
 
@@ -119,56 +70,9 @@ pub fn prove_porep_c2_with(
     srs: &Srs,
     backend: &dyn Backend,
     blinding: &Blinding,
-) -> Result<(Vec<u8>, PoRepTimings), PoRepError> {
-    let job = PoRepJob::new(c1)?;
-    if let Blinding::Fixed(pairs) = blinding {
-        if pairs.len() != job.partitions() {
-            return Err(PoRepError::BadInput(format!(
-                "{} blinding pairs for {} partitions",
-                pairs.len(),
-                job.partitions()
-            )));
-        }
-    }
-    let mut t = PoRepTimings::default();
-    // One partition at a time: synthesis and proof of partition k hold one witness in memory.
-    let mut proofs = Vec::with_capacity(job.partitions());
-    for k in 0..job.partitions() {
-        let (witness, st) = job.synthesize(k)?;
-        t.circuits += st.circuit;
-        t.synthesis += st.synthesis;
-        let (r, s) = match blinding {
-            Blinding::Random => cuzk_groth16::prover::random_blinding(&mut OsRng),
-            Blinding::Fixed(pairs) => pairs[k],
-        };
-        let (proof, pt) =
-            prove(backend, srs, witness, r, s).map_err(|source| PoRepError::Prove { partition: k, source })?;
-        t.prove.accumulate(&pt);
-        proofs.push(proof);
-    }
-    t.partitions = proofs.len();
-    let (bytes, ft) = job.finish(&proofs, id)?;
-    t.aggregate = ft.aggregate;
-    t.verify = ft.verify;
-    Ok((bytes, t))
-}
-
-/// Time of one partition's synthesis.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct SynthesisTimings {
-    /// Building the circuit from the vanilla proof.
-    pub circuit: Duration,
-    /// Synthesis into the witness, and the satisfaction check.
-    pub synthesis: Duration,
-    /// Which path made the witness (see [`crate::synthesis`]).
-    pub run: Option<crate::synthesis::SynthesisRun>,
-}
-
-/// Time of the last step: NI-PoRep aggregation and verification.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct FinishTimings {
-    pub aggregate: Duration,
-    pub verify: Duration,
+) -> Result<(Vec<u8>, JobTimings), ProofError> {
+    let job = SealCommit { job: PoRepJob::new(c1)?, id };
+    prove_job(&job, srs, backend, blinding)
 }
 
 /// A PoRep C2 split into its stages, so that a scheduler can synthesize partition k + 1 on
@@ -193,9 +97,9 @@ impl std::fmt::Debug for PoRepJob {
 impl PoRepJob {
     /// Checks the C1 output, its vanilla proofs' shape included (see
     /// [`crate::vanilla_shape`]: a malformed one is refused here, in milliseconds, as
-    /// [`PoRepError::BadInput`], never left to panic in synthesis), and prepares its partition
+    /// [`ProofError::BadInput`], never left to panic in synthesis), and prepares its partition
     /// circuits' inputs.
-    pub fn new(c1: &C1Input) -> Result<PoRepJob, PoRepError> {
+    pub fn new(c1: &C1Input) -> Result<PoRepJob, ProofError> {
         let size = u64::from(c1.registered_proof().sector_size());
         let shape = with_shape!(size, shape_job, &c1.output)?;
         Ok(PoRepJob { shape, c1: c1.output.clone() })
@@ -207,14 +111,8 @@ impl PoRepJob {
 
     /// Partition `k`'s witness, checked to satisfy its circuit (a tampered C1 output stops
     /// here, before any proving).
-    pub fn synthesize(&self, k: usize) -> Result<(PartitionWitness, SynthesisTimings), PoRepError> {
-        if k >= self.partitions() {
-            return Err(PoRepError::BadInput(format!(
-                "partition {k} asked of a proof with {} partitions",
-                self.partitions()
-            )));
-        }
-        self.shape.synthesize(k, crate::synthesis::SynthesisPath::from_env())
+    pub fn synthesize(&self, k: usize) -> Result<(PartitionWitness, SynthesisTimings), ProofError> {
+        self.synthesize_with(k, crate::synthesis::SynthesisPath::from_env())
     }
 
     /// As [`PoRepJob::synthesize`] on the given path (tests and benches compare them).
@@ -222,13 +120,8 @@ impl PoRepJob {
         &self,
         k: usize,
         path: crate::synthesis::SynthesisPath,
-    ) -> Result<(PartitionWitness, SynthesisTimings), PoRepError> {
-        if k >= self.partitions() {
-            return Err(PoRepError::BadInput(format!(
-                "partition {k} asked of a proof with {} partitions",
-                self.partitions()
-            )));
-        }
+    ) -> Result<(PartitionWitness, SynthesisTimings), ProofError> {
+        check_partition(k, self.partitions())?;
         self.shape.synthesize(k, path)
     }
 
@@ -239,14 +132,8 @@ impl PoRepJob {
 
     /// The output bytes from all partition proofs, in order, exactly as filecoin-proofs'
     /// `seal_commit_phase2` writes them, verified with `verify_seal`.
-    pub fn finish(&self, proofs: &[Proof], id: SectorIdentity) -> Result<(Vec<u8>, FinishTimings), PoRepError> {
-        if proofs.len() != self.partitions() {
-            return Err(PoRepError::BadInput(format!(
-                "{} partition proofs for {} partitions",
-                proofs.len(),
-                self.partitions()
-            )));
-        }
+    pub fn finish(&self, proofs: &[Proof], id: SectorIdentity) -> Result<(Vec<u8>, FinishTimings), ProofError> {
+        check_proof_count(proofs, self.partitions())?;
         let mut t = FinishTimings::default();
         let start = Instant::now();
         let bytes = self.shape.output(Proof::concat(proofs), &self.c1)?;
@@ -255,9 +142,34 @@ impl PoRepJob {
         let ok = verify_porep_c2(&self.c1, id, &bytes)?;
         t.verify = start.elapsed();
         if !ok {
-            return Err(PoRepError::DoesNotVerify);
+            return Err(ProofError::DoesNotVerify);
         }
         Ok((bytes, t))
+    }
+}
+
+/// A [`PoRepJob`] with the sector it is for: the [`ProofJob`] of a PoRep C2.
+pub struct SealCommit {
+    pub job: PoRepJob,
+    pub id: SectorIdentity,
+}
+
+impl ProofJob for SealCommit {
+    fn partitions(&self) -> usize {
+        self.job.partitions()
+    }
+    fn synthesize_with(
+        &self,
+        k: usize,
+        path: crate::synthesis::SynthesisPath,
+    ) -> Result<(PartitionWitness, SynthesisTimings), ProofError> {
+        self.job.synthesize_with(k, path)
+    }
+    fn finish(&self, proofs: &[Proof]) -> Result<(Vec<u8>, FinishTimings), ProofError> {
+        self.job.finish(proofs, self.id)
+    }
+    fn circuit_key(&self) -> String {
+        self.job.circuit_key()
     }
 }
 
@@ -269,9 +181,9 @@ trait ShapeJob: Send + Sync {
         &self,
         k: usize,
         path: crate::synthesis::SynthesisPath,
-    ) -> Result<(PartitionWitness, SynthesisTimings), PoRepError>;
+    ) -> Result<(PartitionWitness, SynthesisTimings), ProofError>;
     /// Partition proofs (concatenated) to output bytes: as they are, or aggregated (NI-PoRep).
-    fn output(&self, proofs: Vec<u8>, c1: &SealCommitPhase1Output) -> Result<Vec<u8>, PoRepError>;
+    fn output(&self, proofs: Vec<u8>, c1: &SealCommitPhase1Output) -> Result<Vec<u8>, ProofError>;
 }
 
 /// Whether compiled synthesis generates a partition's witness challenge groups in parallel
@@ -298,16 +210,16 @@ struct Shaped<Tree: 'static + MerkleTreeTrait> {
 
 fn shape_job<Tree: 'static + MerkleTreeTrait>(
     c1: &SealCommitPhase1Output,
-) -> Result<Box<dyn ShapeJob>, PoRepError> {
-    let bad = |e: anyhow::Error| PoRepError::BadInput(format!("{e:#}"));
-    let bad_shape = |e: VanillaShapeError| PoRepError::BadInput(e.to_string());
+) -> Result<Box<dyn ShapeJob>, ProofError> {
+    let bad = |e: anyhow::Error| ProofError::BadInput(format!("C1 output is inconsistent: {e:#}"));
+    let bad_shape = |e: VanillaShapeError| ProofError::BadInput(format!("C1 output is inconsistent: {e}"));
     let proof_type: RegisteredSealProof = c1.registered_proof;
     let config: PoRepConfig = proof_type.as_v1_config();
     if c1.comm_d == [0; 32] || c1.comm_r == [0; 32] {
-        return Err(PoRepError::BadInput("all-zero comm_d or comm_r".into()));
+        return Err(ProofError::BadInput("C1 output is inconsistent: all-zero comm_d or comm_r".into()));
     }
     if c1.seed == [0; 32] {
-        return Err(PoRepError::BadInput("all-zero PoRep challenge seed".into()));
+        return Err(ProofError::BadInput("C1 output is inconsistent: all-zero PoRep challenge seed".into()));
     }
     // storage-proofs converts these to Fr with a panic on a value that is not a field element
     // (comm_r is checked by `as_safe_commitment` below; comm_d's domain is not).
@@ -359,7 +271,7 @@ impl<Tree: 'static + MerkleTreeTrait> ShapeJob for Shaped<Tree> {
         &self,
         k: usize,
         path: crate::synthesis::SynthesisPath,
-    ) -> Result<(PartitionWitness, SynthesisTimings), PoRepError> {
+    ) -> Result<(PartitionWitness, SynthesisTimings), ProofError> {
         let mut t = SynthesisTimings::default();
         let circuit_time = std::cell::Cell::new(Duration::ZERO);
         let make = || {
@@ -371,7 +283,7 @@ impl<Tree: 'static + MerkleTreeTrait> ShapeJob for Shaped<Tree> {
                 &self.vanilla_params,
                 Some(k),
             )
-            .map_err(|e| PoRepError::Circuit { partition: k, reason: format!("{e:#}") });
+            .map_err(|e| ProofError::Circuit { partition: k, reason: format!("{e:#}") });
             circuit_time.set(circuit_time.get() + start.elapsed());
             c
         };
@@ -380,7 +292,7 @@ impl<Tree: 'static + MerkleTreeTrait> ShapeJob for Shaped<Tree> {
         // each in a top-level namespace "challenge_<i>" after the public values.
         let challenges = &self.vanilla[k];
         let groups = challenges.len().min(rayon::current_num_threads()).max(1);
-        let parts = || -> Result<Vec<_>, PoRepError> {
+        let parts = || -> Result<Vec<_>, ProofError> {
             let per = challenges.len().div_ceil(groups);
             challenges
                 .chunks(per)
@@ -392,7 +304,7 @@ impl<Tree: 'static + MerkleTreeTrait> ShapeJob for Shaped<Tree> {
                         &self.vanilla_params,
                         Some(k),
                     )
-                    .map_err(|e| PoRepError::Circuit { partition: k, reason: format!("{e:#}") })
+                    .map_err(|e| ProofError::Circuit { partition: k, reason: format!("{e:#}") })
                 })
                 .collect()
         };
@@ -404,18 +316,18 @@ impl<Tree: 'static + MerkleTreeTrait> ShapeJob for Shaped<Tree> {
             path,
             make,
             pieces,
-            |e| PoRepError::Synthesis { partition: k, reason: e.to_string() },
+            |e| ProofError::Synthesis { partition: k, reason: e.to_string() },
         )?;
         t.circuit = circuit_time.get();
         t.run = Some(run);
         if let Some(constraint) = first_unsatisfied {
-            return Err(PoRepError::Unsatisfied { partition: k, constraint });
+            return Err(ProofError::Unsatisfied { partition: k, constraint });
         }
         t.synthesis = start.elapsed().saturating_sub(t.circuit);
         Ok((witness, t))
     }
 
-    fn output(&self, proofs: Vec<u8>, c1: &SealCommitPhase1Output) -> Result<Vec<u8>, PoRepError> {
+    fn output(&self, proofs: Vec<u8>, c1: &SealCommitPhase1Output) -> Result<Vec<u8>, ProofError> {
         if !self.config.feature_enabled(ApiFeature::NonInteractivePoRep) {
             return Ok(proofs);
         }
@@ -426,7 +338,7 @@ impl<Tree: 'static + MerkleTreeTrait> ShapeJob for Shaped<Tree> {
             &[SealCommitOutput { proof: proofs }],
             bellperson::groth16::aggregate::AggregateVersion::V2,
         )
-        .map_err(|e| PoRepError::Aggregate(format!("{e:#}")))
+        .map_err(|e| ProofError::Aggregate(format!("{e:#}")))
     }
 }
 
@@ -435,7 +347,7 @@ pub fn verify_porep_c2(
     c1: &SealCommitPhase1Output,
     id: SectorIdentity,
     proof: &[u8],
-) -> Result<bool, PoRepError> {
+) -> Result<bool, ProofError> {
     filecoin_proofs_api::seal::verify_seal(
         c1.registered_proof,
         c1.comm_r,
@@ -446,5 +358,5 @@ pub fn verify_porep_c2(
         c1.seed,
         proof,
     )
-    .map_err(|e| PoRepError::Verify(format!("{e:#}")))
+    .map_err(|e| ProofError::Verify(format!("{e:#}")))
 }

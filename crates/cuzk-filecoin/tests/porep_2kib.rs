@@ -7,7 +7,7 @@ use std::sync::OnceLock;
 use cuzk_filecoin::c1::to_envelope;
 use cuzk_filecoin::fixture::{default_fixture_dir, ensure_fixture, Fixture};
 use cuzk_filecoin::params::seal_params_path;
-use cuzk_filecoin::{parse_c1, prove_porep_c2, verify_porep_c2, C1Error, PoRepError, SectorIdentity};
+use cuzk_filecoin::{parse_c1, prove_porep_c2, verify_porep_c2, C1Error, ProofError, SectorIdentity};
 use cuzk_groth16::{CpuBackend, Srs};
 
 struct Shared {
@@ -59,7 +59,7 @@ fn wrong_prover_id_gives_an_error_never_a_proof() {
     let c1 = parse_c1(&s.c1_json).unwrap();
     let id = SectorIdentity { prover_id: cuzk_filecoin::prover_id_from_miner(4242), ..s.fixture.identity() };
     let e = prove_porep_c2(&c1, id, &s.srs, &CpuBackend).unwrap_err();
-    assert!(matches!(e, PoRepError::DoesNotVerify), "{e}");
+    assert!(matches!(e, ProofError::DoesNotVerify), "{e}");
 }
 
 /// Flips one byte of the first 32-byte array found under `vanilla_proofs`.
@@ -86,7 +86,7 @@ fn tampered_vanilla_proof_is_refused() {
     let c1 = parse_c1(&serde_json::to_vec(&v).unwrap()).unwrap();
     let e = prove_porep_c2(&c1, s.fixture.identity(), &s.srs, &CpuBackend).unwrap_err();
     assert!(
-        matches!(e, PoRepError::Unsatisfied { .. } | PoRepError::DoesNotVerify | PoRepError::BadInput(_)),
+        matches!(e, ProofError::Unsatisfied { .. } | ProofError::DoesNotVerify | ProofError::BadInput(_)),
         "{e}"
     );
     let msg = e.to_string();
@@ -138,7 +138,7 @@ fn staged_job_refuses_partitions_and_proof_counts_it_does_not_have() {
     let job = cuzk_filecoin::PoRepJob::new(&parse_c1(&s.c1_json).unwrap()).unwrap();
     assert_eq!(job.partitions(), 1);
     let e = job.synthesize(1).unwrap_err();
-    assert!(matches!(e, PoRepError::BadInput(ref m) if m.contains("partition 1")), "{e}");
+    assert!(matches!(e, ProofError::BadInput(ref m) if m.contains("partition 1")), "{e}");
     let e = job.finish(&[], s.fixture.identity()).unwrap_err();
-    assert!(matches!(e, PoRepError::BadInput(ref m) if m.contains("0 partition proofs")), "{e}");
+    assert!(matches!(e, ProofError::BadInput(ref m) if m.contains("0 partition proofs")), "{e}");
 }

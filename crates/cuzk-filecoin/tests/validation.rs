@@ -9,7 +9,7 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use cuzk_filecoin::fixture::{default_fixture_dir, ensure_fixture};
-use cuzk_filecoin::{parse_c1, PoRepError, PoRepJob};
+use cuzk_filecoin::{parse_c1, ProofError, PoRepJob};
 use serde_json::Value;
 
 /// The fixture's bare C1 output, as JSON.
@@ -68,7 +68,7 @@ fn refused(change: impl FnOnce(&mut Value), fragments: &[&str]) {
     let e = result.expect_err("the changed C1 output was accepted");
     let msg = e.to_string();
     assert!(
-        matches!(e, PoRepError::BadInput(_)),
+        matches!(e, ProofError::BadInput(_)),
         "not a bad input: {msg}"
     );
     for f in fragments {

@@ -1,0 +1,41 @@
+//! The error of every proof kind's job (PoRep C2, PoSt, SnapDeals).
+
+use cuzk_groth16::ProveError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ProofError {
+    /// The request's input is wrong; the message names the field and what was expected.
+    #[error("{0}")]
+    BadInput(String),
+    #[error("building the circuit of partition {partition} failed: {reason}")]
+    Circuit { partition: usize, reason: String },
+    #[error("synthesizing partition {partition} failed: {reason}")]
+    Synthesis { partition: usize, reason: String },
+    #[error(
+        "partition {partition}: the vanilla proof does not satisfy constraint {constraint} of \
+         the circuit (corrupt or tampered vanilla proof, or one made for another sector)"
+    )]
+    Unsatisfied { partition: usize, constraint: usize },
+    #[error("proving partition {partition}: {source}")]
+    Prove {
+        partition: usize,
+        #[source]
+        source: ProveError,
+    },
+    #[error("aggregating the NI-PoRep partition proofs failed: {0}")]
+    Aggregate(String),
+    #[error("verifying the proof with filecoin-proofs failed: {0}")]
+    Verify(String),
+    #[error(
+        "the proof does not verify with filecoin-proofs (an input not the one the vanilla \
+         proofs were made for, or wrong parameters); it was discarded"
+    )]
+    DoesNotVerify,
+}
+
+impl ProofError {
+    /// Whether the request is at fault (its input), rather than the prover.
+    pub fn is_bad_input(&self) -> bool {
+        matches!(self, ProofError::BadInput(_) | ProofError::Unsatisfied { .. })
+    }
+}

@@ -1,0 +1,131 @@
+//! What every proof kind's job is to a prover or a scheduler: partitions, each synthesized
+//! into a [`PartitionWitness`] on the CPU and proved through a [`Backend`], then one step that
+//! turns the partition proofs into the kind's output bytes and verifies them with
+//! filecoin-proofs. [`prove_job`] runs these stages in order; the engine pipelines them.
+
+use std::time::Duration;
+
+use blstrs::Scalar as Fr;
+use cuzk_groth16::{prove, Backend, PartitionWitness, Proof, ProveTimings, Srs};
+use rand::rngs::OsRng;
+
+use crate::error::ProofError;
+use crate::synthesis::{SynthesisPath, SynthesisRun};
+
+/// Time of one partition's synthesis.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SynthesisTimings {
+    /// Building the circuit from the vanilla proof.
+    pub circuit: Duration,
+    /// Synthesis into the witness, and the satisfaction check.
+    pub synthesis: Duration,
+    /// Which path made the witness (see [`crate::synthesis`]).
+    pub run: Option<SynthesisRun>,
+}
+
+/// Time of the last step: NI-PoRep aggregation and verification.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct FinishTimings {
+    pub aggregate: Duration,
+    pub verify: Duration,
+}
+
+/// Where the time of one job went.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct JobTimings {
+    pub partitions: usize,
+    pub circuits: Duration,
+    pub synthesis: Duration,
+    pub prove: ProveTimings,
+    pub aggregate: Duration,
+    pub verify: Duration,
+}
+
+/// The blinding values (r, s) of each partition's proof.
+#[derive(Clone, Debug)]
+pub enum Blinding {
+    /// Fresh random values from the OS: what production proofs must use.
+    Random,
+    /// Given values, one pair per partition: for comparing backends bit for bit.
+    Fixed(Vec<(Fr, Fr)>),
+}
+
+/// One proof kind's job, its input checked (see each kind's `new`).
+pub trait ProofJob: Send + Sync {
+    fn partitions(&self) -> usize;
+
+    /// Partition `k`'s witness on `path`, checked to satisfy its circuit (a tampered input
+    /// stops here, before any proving).
+    fn synthesize_with(&self, k: usize, path: SynthesisPath) -> Result<(PartitionWitness, SynthesisTimings), ProofError>;
+
+    /// [`ProofJob::synthesize_with`] on the path `CUZK_SYNTHESIS` selects (compiled by default).
+    fn synthesize(&self, k: usize) -> Result<(PartitionWitness, SynthesisTimings), ProofError> {
+        self.synthesize_with(k, SynthesisPath::from_env())
+    }
+
+    /// The output bytes from all partition proofs, in order, exactly as filecoin-proofs
+    /// writes them for this kind, verified with filecoin-proofs' verifier.
+    fn finish(&self, proofs: &[Proof]) -> Result<(Vec<u8>, FinishTimings), ProofError>;
+
+    /// The key of this job's compiled circuit (see [`crate::synthesis`]).
+    fn circuit_key(&self) -> String;
+}
+
+/// The refusal of a partition index out of range.
+pub(crate) fn check_partition(k: usize, partitions: usize) -> Result<(), ProofError> {
+    if k >= partitions {
+        return Err(ProofError::BadInput(format!(
+            "partition {k} asked of a proof with {partitions} partitions"
+        )));
+    }
+    Ok(())
+}
+
+/// The refusal of a partition proof count that is not the job's.
+pub(crate) fn check_proof_count(proofs: &[Proof], partitions: usize) -> Result<(), ProofError> {
+    if proofs.len() != partitions {
+        return Err(ProofError::BadInput(format!(
+            "{} partition proofs for {partitions} partitions",
+            proofs.len()
+        )));
+    }
+    Ok(())
+}
+
+/// Proves `job` one partition at a time (one witness in memory), then finishes it.
+pub fn prove_job(
+    job: &dyn ProofJob,
+    srs: &Srs,
+    backend: &dyn Backend,
+    blinding: &Blinding,
+) -> Result<(Vec<u8>, JobTimings), ProofError> {
+    if let Blinding::Fixed(pairs) = blinding {
+        if pairs.len() != job.partitions() {
+            return Err(ProofError::BadInput(format!(
+                "{} blinding pairs for {} partitions",
+                pairs.len(),
+                job.partitions()
+            )));
+        }
+    }
+    let mut t = JobTimings::default();
+    let mut proofs = Vec::with_capacity(job.partitions());
+    for k in 0..job.partitions() {
+        let (witness, st) = job.synthesize(k)?;
+        t.circuits += st.circuit;
+        t.synthesis += st.synthesis;
+        let (r, s) = match blinding {
+            Blinding::Random => cuzk_groth16::prover::random_blinding(&mut OsRng),
+            Blinding::Fixed(pairs) => pairs[k],
+        };
+        let (proof, pt) =
+            prove(backend, srs, witness, r, s).map_err(|source| ProofError::Prove { partition: k, source })?;
+        t.prove.accumulate(&pt);
+        proofs.push(proof);
+    }
+    t.partitions = proofs.len();
+    let (bytes, ft) = job.finish(&proofs)?;
+    t.aggregate = ft.aggregate;
+    t.verify = ft.verify;
+    Ok((bytes, t))
+}

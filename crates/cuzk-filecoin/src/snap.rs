@@ -1,0 +1,354 @@
+//! SnapDeals (empty sector update) with cuzk's prover: storage-proofs-update's circuit, one
+//! per partition, built from the partition vanilla proofs exactly as filecoin-proofs'
+//! `generate_empty_sector_update_proof_with_vanilla` builds it, proved through a
+//! [`Backend`](cuzk_groth16::Backend), written as it writes it (the partitions' Groth16
+//! proofs in order), and verified with `verify_empty_sector_update_proof` before it is
+//! returned.
+//!
+//! Input checks, before any circuit is built (a refusal names the field or partition and
+//! what was expected): the three commitments are 32 bytes and BLS12-381 scalars; one vanilla
+//! proof per partition of the proof type; each one whole bincode `PartitionProof` with the
+//! type's apex-leaf and challenge counts, every Merkle path of its tree's length and every
+//! hash a scalar. Then storage-proofs-update's vanilla verifier, partition by partition; when
+//! it refuses one, the cause is named: which commitment does not match the vanilla proofs,
+//! a partition's proof given in another partition's place, or a tampered path or encoding.
+
+use std::time::{Duration, Instant};
+
+use cuzk_groth16::{PartitionWitness, Proof};
+use filecoin_hashers::{Domain, HashFunction, Hasher};
+use filecoin_proofs::{with_shape, PoRepConfig, SectorUpdateConfig, TreeRHasher};
+use filecoin_proofs_api::RegisteredUpdateProof;
+use storage_proofs_core::compound_proof::{self, CompoundProof};
+use storage_proofs_core::merkle::{MerkleProofTrait, MerkleTreeTrait};
+use storage_proofs_core::proof::ProofScheme;
+use storage_proofs_update::constants::{TreeDDomain, TreeRDomain};
+use storage_proofs_update::{
+    Challenges, EmptySectorUpdate, EmptySectorUpdateCompound, PartitionProof, PublicInputs, PublicParams, SetupParams,
+};
+
+use crate::error::ProofError;
+use crate::job::{check_partition, check_proof_count, FinishTimings, ProofJob, SynthesisTimings};
+use crate::post::bincode_exact;
+use crate::synthesis::SynthesisPath;
+use crate::vanilla_shape::{hex_le, is_field_element};
+
+/// Every update proof type by the number Curio sends in `registered_proof` (the FFI's
+/// `RegisteredUpdateProof`).
+pub fn update_proof_from_wire(v: u64) -> Result<RegisteredUpdateProof, ProofError> {
+    use RegisteredUpdateProof::*;
+    const BY_WIRE: [RegisteredUpdateProof; 5] =
+        [StackedDrg2KiBV1, StackedDrg8MiBV1, StackedDrg512MiBV1, StackedDrg32GiBV1, StackedDrg64GiBV1];
+    BY_WIRE.get(v as usize).copied().ok_or_else(|| {
+        ProofError::BadInput(format!(
+            "registered_proof {v} is not a sector update proof type; expected 0-4 (2KiB, 8MiB, \
+             512MiB, 32GiB, 64GiB)"
+        ))
+    })
+}
+
+/// The number Curio sends for `proof` (inverse of [`update_proof_from_wire`]).
+pub fn update_proof_to_wire(proof: RegisteredUpdateProof) -> u64 {
+    (0..5).find(|&v| update_proof_from_wire(v).ok() == Some(proof)).unwrap_or(u64::MAX)
+}
+
+/// What a SnapDeals request carries.
+#[derive(Clone, Copy, Debug)]
+pub struct SnapRequest<'a> {
+    pub registered_proof: RegisteredUpdateProof,
+    /// One bincode `PartitionProof` per partition, in order.
+    pub vanilla_proofs: &'a [Vec<u8>],
+    pub comm_r_old: &'a [u8],
+    pub comm_r_new: &'a [u8],
+    pub comm_d_new: &'a [u8],
+}
+
+/// A SnapDeals update proof, checked.
+pub struct SnapJob {
+    proof: RegisteredUpdateProof,
+    shape: Box<dyn SnapShape>,
+}
+
+impl std::fmt::Debug for SnapJob {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SnapJob")
+            .field("registered_proof", &self.proof)
+            .field("partitions", &self.shape.partitions())
+            .finish()
+    }
+}
+
+impl SnapJob {
+    pub fn new(req: &SnapRequest<'_>) -> Result<SnapJob, ProofError> {
+        let size = u64::from(req.registered_proof.sector_size());
+        let shape = with_shape!(size, snap_shape, req)?;
+        Ok(SnapJob { proof: req.registered_proof, shape })
+    }
+
+    pub fn registered_proof(&self) -> RegisteredUpdateProof {
+        self.proof
+    }
+}
+
+impl ProofJob for SnapJob {
+    fn partitions(&self) -> usize {
+        self.shape.partitions()
+    }
+
+    fn synthesize_with(&self, k: usize, path: SynthesisPath) -> Result<(PartitionWitness, SynthesisTimings), ProofError> {
+        check_partition(k, self.partitions())?;
+        self.shape.synthesize(k, &self.circuit_key(), path)
+    }
+
+    fn finish(&self, proofs: &[Proof]) -> Result<(Vec<u8>, FinishTimings), ProofError> {
+        check_proof_count(proofs, self.partitions())?;
+        let bytes = Proof::concat(proofs);
+        let start = Instant::now();
+        let ok = self.shape.verify(&bytes)?;
+        let t = FinishTimings { aggregate: Duration::ZERO, verify: start.elapsed() };
+        if !ok {
+            return Err(ProofError::DoesNotVerify);
+        }
+        Ok((bytes, t))
+    }
+
+    fn circuit_key(&self) -> String {
+        format!("snap-{:?}", self.proof)
+    }
+}
+
+trait SnapShape: Send + Sync {
+    fn partitions(&self) -> usize;
+    fn synthesize(&self, k: usize, key: &str, path: SynthesisPath) -> Result<(PartitionWitness, SynthesisTimings), ProofError>;
+    fn verify(&self, proof: &[u8]) -> Result<bool, ProofError>;
+}
+
+struct Shaped<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> {
+    porep_config: PoRepConfig,
+    comms: [[u8; 32]; 3],
+    pub_params: compound_proof::PublicParams<'static, EmptySectorUpdate<Tree>>,
+    pub_inputs: PublicInputs,
+    vanilla: Vec<PartitionProof<Tree>>,
+}
+
+fn raw<D: AsRef<[u8]>>(d: &D) -> Vec<u8> {
+    d.as_ref().to_vec()
+}
+
+fn bad(msg: String) -> ProofError {
+    ProofError::BadInput(msg)
+}
+
+fn commitment(name: &str, bytes: &[u8]) -> Result<[u8; 32], ProofError> {
+    let c: [u8; 32] = bytes.try_into().map_err(|_| bad(format!("{name}: {} bytes; expected 32", bytes.len())))?;
+    if !is_field_element(&c) {
+        return Err(bad(format!("{name} {} is not a BLS12-381 scalar", hex_le(&c))));
+    }
+    Ok(c)
+}
+
+/// Counts, path lengths and scalars of partition `k`'s vanilla proof.
+fn check_partition_shape<Tree: MerkleTreeTrait<Hasher = TreeRHasher>>(
+    k: usize,
+    p: &PartitionProof<Tree>,
+    params: &PublicParams,
+) -> Result<(), ProofError> {
+    let who = format!("vanilla_proofs[{k}]");
+    if p.apex_leafs.len() != params.apex_leaf_count {
+        return Err(bad(format!(
+            "{who}: {} apex leafs; the proof type has {}",
+            p.apex_leafs.len(),
+            params.apex_leaf_count
+        )));
+    }
+    if p.challenge_proofs.len() != params.challenge_count {
+        return Err(bad(format!(
+            "{who}: {} challenge proofs; the proof type has {} per partition",
+            p.challenge_proofs.len(),
+            params.challenge_count
+        )));
+    }
+    let mut fields: Vec<(String, Vec<u8>)> = vec![("comm_c".into(), raw(&p.comm_c))];
+    fields.extend(p.apex_leafs.iter().enumerate().map(|(i, l)| (format!("apex leaf {i}"), raw(&l))));
+    let nodes = params.sector_nodes;
+    for (c, cp) in p.challenge_proofs.iter().enumerate() {
+        let lens = [
+            ("proof_r_old", cp.proof_r_old.len(), cp.proof_r_old.expected_len(nodes)),
+            ("proof_d_new", cp.proof_d_new.len(), cp.proof_d_new.expected_len(nodes)),
+            ("proof_r_new", cp.proof_r_new.len(), cp.proof_r_new.expected_len(nodes)),
+        ];
+        for (name, len, want) in lens {
+            if len != want {
+                return Err(bad(format!("{who}: challenge {c}, {name} has {len} levels; the tree has {want}")));
+            }
+        }
+        let mut add = |name: &str, leaf: Vec<u8>, root: Vec<u8>, path: Vec<Vec<u8>>| {
+            fields.push((format!("challenge {c}, {name} leaf"), leaf));
+            fields.push((format!("challenge {c}, {name} root"), root));
+            fields.extend(path.into_iter().map(|h| (format!("challenge {c}, {name} path hash"), h)));
+        };
+        let hashes_r = |ip: &storage_proofs_core::merkle::MerkleProof<TreeRHasher, Tree::Arity, Tree::SubTreeArity, Tree::TopTreeArity>| {
+            ip.path().into_iter().flat_map(|(h, _)| h.into_iter().map(|d| raw(&d))).collect::<Vec<_>>()
+        };
+        add("proof_r_old", raw(&cp.proof_r_old.leaf()), raw(&cp.proof_r_old.root()), hashes_r(&cp.proof_r_old));
+        add("proof_r_new", raw(&cp.proof_r_new.leaf()), raw(&cp.proof_r_new.root()), hashes_r(&cp.proof_r_new));
+        let d: Vec<Vec<u8>> =
+            cp.proof_d_new.path().into_iter().flat_map(|(h, _)| h.into_iter().map(|d| raw(&d))).collect();
+        add("proof_d_new", raw(&cp.proof_d_new.leaf()), raw(&cp.proof_d_new.root()), d);
+    }
+    if let Some((name, b)) = fields.iter().find(|(_, b)| !is_field_element(b)) {
+        return Err(bad(format!("{who}: {name} {} is not a BLS12-381 scalar", hex_le(b))));
+    }
+    Ok(())
+}
+
+fn snap_shape<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
+    req: &SnapRequest<'_>,
+) -> Result<Box<dyn SnapShape>, ProofError> {
+    let proof = req.registered_proof;
+    let comm_r_old = commitment("comm_r_old", req.comm_r_old)?;
+    let comm_r_new = commitment("comm_r_new", req.comm_r_new)?;
+    let comm_d_new = commitment("comm_d_new", req.comm_d_new)?;
+    let porep_config = proof.as_v1_config();
+    let config = SectorUpdateConfig::from_porep_config(&porep_config);
+    let partitions = usize::from(config.update_partitions);
+    if req.vanilla_proofs.len() != partitions {
+        return Err(bad(format!(
+            "vanilla_proofs: {} partition proofs; {proof:?} has {partitions} partitions",
+            req.vanilla_proofs.len()
+        )));
+    }
+    let setup = compound_proof::SetupParams {
+        vanilla_params: SetupParams { sector_bytes: u64::from(config.sector_size) },
+        partitions: Some(partitions),
+        priority: false,
+    };
+    let pub_params = EmptySectorUpdateCompound::<Tree>::setup(&setup).map_err(|e| bad(format!("{e:#}")))?;
+    let mut vanilla = Vec::with_capacity(partitions);
+    for (k, bytes) in req.vanilla_proofs.iter().enumerate() {
+        let p: PartitionProof<Tree> = bincode_exact(bytes).map_err(|e| {
+            bad(format!(
+                "vanilla_proofs[{k}]: not a bincode PartitionProof of {proof:?} ({} bytes): {e}",
+                bytes.len()
+            ))
+        })?;
+        check_partition_shape(k, &p, &pub_params.vanilla_params)?;
+        vanilla.push(p);
+    }
+    let domain_r = |c: &[u8; 32]| TreeRDomain::try_from_bytes(c).map_err(|e| bad(format!("{e:#}")));
+    let pub_inputs = PublicInputs {
+        k: partitions,
+        comm_r_old: domain_r(&comm_r_old)?,
+        comm_d_new: TreeDDomain::try_from_bytes(&comm_d_new).map_err(|e| bad(format!("{e:#}")))?,
+        comm_r_new: domain_r(&comm_r_new)?,
+        h: config.h,
+    };
+    for (k, p) in vanilla.iter().enumerate() {
+        let inputs = PublicInputs { k, ..pub_inputs };
+        let ok = EmptySectorUpdate::<Tree>::verify(&pub_params.vanilla_params, &inputs, p)
+            .map_err(|e| bad(format!("vanilla_proofs[{k}]: {e:#}")))?;
+        if !ok {
+            return Err(diagnose(k, p, &pub_params.vanilla_params, &pub_inputs));
+        }
+    }
+    Ok(Box::new(Shaped::<Tree> {
+        porep_config,
+        comms: [comm_r_old, comm_r_new, comm_d_new],
+        pub_params,
+        pub_inputs,
+        vanilla,
+    }))
+}
+
+/// Why partition `k`'s vanilla proof does not verify.
+fn diagnose<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
+    k: usize,
+    p: &PartitionProof<Tree>,
+    params: &PublicParams,
+    inputs: &PublicInputs,
+) -> ProofError {
+    let who = format!("vanilla_proofs[{k}]");
+    let first = &p.challenge_proofs[0];
+    let h = <TreeRHasher as Hasher>::Function::hash2;
+    if h(&p.comm_c, &first.proof_r_old.root()) != inputs.comm_r_old {
+        return bad(format!(
+            "comm_r_old {} is not the sector key's commitment the vanilla proofs were made from \
+             ({who} gives {})",
+            hex_le(inputs.comm_r_old.as_ref()),
+            hex_le(h(&p.comm_c, &first.proof_r_old.root()).as_ref())
+        ));
+    }
+    if h(&p.comm_c, &first.proof_r_new.root()) != inputs.comm_r_new {
+        return bad(format!(
+            "comm_r_new {} is not the updated replica's commitment the vanilla proofs were made \
+             from ({who} gives {})",
+            hex_le(inputs.comm_r_new.as_ref()),
+            hex_le(h(&p.comm_c, &first.proof_r_new.root()).as_ref())
+        ));
+    }
+    if first.proof_d_new.root() != inputs.comm_d_new {
+        return bad(format!(
+            "comm_d_new {} is not the data commitment the vanilla proofs were made from ({who} \
+             gives {})",
+            hex_le(inputs.comm_d_new.as_ref()),
+            hex_le(first.proof_d_new.root().as_ref())
+        ));
+    }
+    let opens = |q: usize| {
+        Challenges::new(params.sector_nodes, inputs.comm_r_new, q)
+            .zip(&p.challenge_proofs)
+            .all(|(c, cp)| cp.proof_r_new.path_index() == c as usize)
+    };
+    if !opens(k) {
+        if let Some(q) = (0..params.partition_count).find(|&q| opens(q)) {
+            return bad(format!(
+                "{who} is the vanilla proof of partition {q}, given in partition {k}'s place \
+                 (vanilla_proofs must be in partition order)"
+            ));
+        }
+        return bad(format!(
+            "{who}: its challenges are not the ones comm_r_new gives for partition {k} (tampered)"
+        ));
+    }
+    bad(format!("{who}: a Merkle path or the replica encoding does not verify (tampered)"))
+}
+
+impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> SnapShape for Shaped<Tree> {
+    fn partitions(&self) -> usize {
+        self.vanilla.len()
+    }
+
+    fn synthesize(&self, k: usize, key: &str, path: SynthesisPath) -> Result<(PartitionWitness, SynthesisTimings), ProofError> {
+        let circuit_time = std::cell::Cell::new(Duration::ZERO);
+        let make = || {
+            let start = Instant::now();
+            let c = EmptySectorUpdateCompound::<Tree>::circuit(
+                &self.pub_inputs,
+                Default::default(),
+                &self.vanilla[k],
+                &self.pub_params.vanilla_params,
+                Some(k),
+            )
+            .map_err(|e| ProofError::Circuit { partition: k, reason: format!("{e:#}") });
+            circuit_time.set(circuit_time.get() + start.elapsed());
+            c
+        };
+        let start = Instant::now();
+        let crate::synthesis::Synthesized { witness, run, first_unsatisfied } =
+            crate::synthesis::synthesize(key, path, make, None, |e| ProofError::Synthesis {
+                partition: k,
+                reason: e.to_string(),
+            })?;
+        if let Some(constraint) = first_unsatisfied {
+            return Err(ProofError::Unsatisfied { partition: k, constraint });
+        }
+        let circuit = circuit_time.get();
+        Ok((witness, SynthesisTimings { circuit, synthesis: start.elapsed().saturating_sub(circuit), run: Some(run) }))
+    }
+
+    fn verify(&self, proof: &[u8]) -> Result<bool, ProofError> {
+        let [r_old, r_new, d_new] = self.comms;
+        filecoin_proofs::verify_empty_sector_update_proof::<Tree>(&self.porep_config, proof, r_old, r_new, d_new)
+            .map_err(|e| ProofError::Verify(format!("{e:#}")))
+    }
+}
