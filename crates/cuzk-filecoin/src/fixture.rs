@@ -330,6 +330,8 @@ pub struct KindFixtures {
     pub dir: PathBuf,
     pub winning: KindInput,
     pub window: KindInput,
+    /// WindowPoSt of API 1.0 (its challenges depend on the partition index).
+    pub window_v1: KindInput,
     pub snap: KindInput,
     pub cached: bool,
     pub param_time: Duration,
@@ -384,7 +386,8 @@ pub fn kind_proofs(
 /// in `dir` (the PoRep fixture's directory: they share its `params/` and `parents/`): a
 /// sector really sealed, and really updated with new data, whose vanilla proofs are written
 /// as Curio sends them, with test parameters for the three circuits. Layout, in `dir`:
-/// `kinds/{winning,window,snap}.json` ([`KindInput`]), `kinds/fixture.json` last.
+/// `kinds/{winning,window,window-v1,snap}.json` ([`KindInput`]), `kinds/fixture.json` last.
+/// WindowPoSt API 1.0 shares the parameters of 1.2.
 pub fn ensure_kind_fixtures(dir: &Path, sector_size: u64) -> Result<KindFixtures> {
     refuse_production_dir(dir)?;
     let seal_proof = fixture_proof(sector_size)?;
@@ -400,15 +403,26 @@ pub fn ensure_kind_fixtures(dir: &Path, sector_size: u64) -> Result<KindFixtures
         serde_json::from_slice(&fs::read(kinds.join(format!("{name}.json"))).ok()?).ok()
     };
     let params_ok = [
-        winning_proof.cache_params_path(),
-        window_proof.cache_params_path(),
-        update_proof.cache_params_path(),
+        crate::params::post_params_path(&params, winning_proof),
+        crate::params::post_params_path(&params, window_proof),
+        crate::params::update_params_path(&params, update_proof),
     ]
     .into_iter()
-    .all(|p| p.ok().and_then(|p| p.file_name().map(|f| params.join(f))).is_some_and(|p| cuzk_groth16::Srs::shape(&p).is_ok() && p.with_extension("vk").is_file()));
+    .all(|p| p.is_ok_and(|p| cuzk_groth16::Srs::shape(&p).is_ok() && p.with_extension("vk").is_file()));
     if kinds.join("fixture.json").is_file() && params_ok {
-        if let (Some(winning), Some(window), Some(snap)) = (read("winning"), read("window"), read("snap")) {
-            return Ok(KindFixtures { dir, winning, window, snap, cached: true, param_time: Duration::ZERO, seal_time: Duration::ZERO });
+        if let (Some(winning), Some(window), Some(window_v1), Some(snap)) =
+            (read("winning"), read("window"), read("window-v1"), read("snap"))
+        {
+            return Ok(KindFixtures {
+                dir,
+                winning,
+                window,
+                window_v1,
+                snap,
+                cached: true,
+                param_time: Duration::ZERO,
+                seal_time: Duration::ZERO,
+            });
         }
     }
     let start = Instant::now();
@@ -418,12 +432,13 @@ pub fn ensure_kind_fixtures(dir: &Path, sector_size: u64) -> Result<KindFixtures
     let param_time = start.elapsed();
     let start = Instant::now();
     fs::create_dir_all(&kinds)?;
-    let (winning, window, snap) = seal_and_update(&kinds, seal_proof, winning_proof, window_proof, update_proof)?;
-    for (name, input) in [("winning", &winning), ("window", &window), ("snap", &snap)] {
+    let (winning, window, window_v1, snap) =
+        seal_and_update(&kinds, seal_proof, winning_proof, window_proof, update_proof)?;
+    for (name, input) in [("winning", &winning), ("window", &window), ("window-v1", &window_v1), ("snap", &snap)] {
         write_atomic(&kinds.join(format!("{name}.json")), &serde_json::to_vec_pretty(input)?)?;
     }
     write_atomic(&kinds.join("fixture.json"), br#"{"complete": true}"#)?;
-    Ok(KindFixtures { dir, winning, window, snap, cached: false, param_time, seal_time: start.elapsed() })
+    Ok(KindFixtures { dir, winning, window, window_v1, snap, cached: false, param_time, seal_time: start.elapsed() })
 }
 
 /// Test parameters of the WinningPoSt, WindowPoSt and update circuits, by filecoin-proofs'
@@ -460,7 +475,7 @@ fn seal_and_update(
     winning_proof: filecoin_proofs_api::RegisteredPoStProof,
     window_proof: filecoin_proofs_api::RegisteredPoStProof,
     update_proof: filecoin_proofs_api::RegisteredUpdateProof,
-) -> Result<(KindInput, KindInput, KindInput)> {
+) -> Result<(KindInput, KindInput, KindInput, KindInput)> {
     use filecoin_proofs_api::post;
     use filecoin_proofs_api::update;
     let sector_dir = work.join("sector");
@@ -513,6 +528,11 @@ fn seal_and_update(
     };
     let winning = input("winning", winning_proof, crate::post::post_proof_to_wire(winning_proof))?;
     let window = input("window", window_proof, crate::post::post_proof_to_wire(window_proof))?;
+    let window_v1_proof = match window_proof.sector_size().0 {
+        0x80_0000 => filecoin_proofs_api::RegisteredPoStProof::StackedDrgWindow8MiBV1,
+        _ => filecoin_proofs_api::RegisteredPoStProof::StackedDrgWindow2KiBV1,
+    };
+    let window_v1 = input("window", window_v1_proof, crate::post::post_proof_to_wire(window_v1_proof))?;
 
     let (new_staged, new_replica, new_cache) =
         (sector_dir.join("new-staged"), sector_dir.join("new-sealed"), sector_dir.join("new-cache"));
@@ -540,5 +560,5 @@ fn seal_and_update(
         comm_r: comm_r.to_vec(),
     };
     let _ = fs::remove_dir_all(&sector_dir);
-    Ok((winning, window, snap))
+    Ok((winning, window, window_v1, snap))
 }

@@ -191,6 +191,34 @@ fn non_scalar<'a>(fields: impl IntoIterator<Item = (String, &'a [u8])>) -> Optio
     fields.into_iter().find(|(_, b)| !is_field_element(b)).map(|(name, b)| format!("{name} {}", hex_le(b)))
 }
 
+/// A Merkle path's shape: one level per tree level, each with its arity - 1 sibling hashes
+/// and a position below the arity (storage-proofs' circuits assert on these).
+pub(crate) fn check_path_shape<P: MerkleProofTrait>(ip: &P, leaves: usize) -> Result<(), String> {
+    use generic_array::typenum::Unsigned;
+    let (a, b, c) = (P::Arity::to_usize(), P::SubTreeArity::to_usize(), P::TopTreeArity::to_usize());
+    let levels = ip.expected_len(leaves);
+    let path = ip.path();
+    if path.len() != levels {
+        return Err(format!("has {} levels; the tree has {levels}", path.len()));
+    }
+    let tops = usize::from(b > 0) + usize::from(c > 0);
+    let arity = |level: usize| match level.checked_sub(levels - tops) {
+        None => a,
+        Some(0) if b > 0 => b,
+        Some(_) => c,
+    };
+    for (level, (hashes, index)) in path.iter().enumerate() {
+        let ar = arity(level);
+        if hashes.len() + 1 != ar || *index >= ar {
+            return Err(format!(
+                "level {level}: {} sibling hashes at position {index}; the level has arity {ar}",
+                hashes.len()
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// The shape checks of one sector's vanilla proof: one sector, `challenges` inclusion proofs,
 /// each of the tree's path length, every hash a scalar.
 fn check_sector_shape<Tree: MerkleTreeTrait>(
@@ -218,13 +246,7 @@ fn check_sector_shape<Tree: MerkleTreeTrait>(
     ];
     let paths: Vec<_> = s.inclusion_proofs.iter().map(|ip| (ip.leaf(), ip.root(), ip.path())).collect();
     for (n, ip) in s.inclusion_proofs.iter().enumerate() {
-        let want = ip.expected_len(leaves);
-        if ip.len() != want {
-            return Err(bad(format!(
-                "{who}: inclusion proof {n} has {} levels; the sector's tree has {want}",
-                ip.len()
-            )));
-        }
+        check_path_shape(ip, leaves).map_err(|e| bad(format!("{who}: inclusion proof {n} {e}")))?;
     }
     for (n, (leaf, root, path)) in paths.iter().enumerate() {
         fields.push((format!("inclusion proof {n} leaf"), leaf.as_ref()));

@@ -29,7 +29,7 @@ use storage_proofs_update::{
 
 use crate::error::ProofError;
 use crate::job::{check_partition, check_proof_count, FinishTimings, ProofJob, SynthesisTimings};
-use crate::post::bincode_exact;
+use crate::post::{bincode_exact, check_path_shape};
 use crate::synthesis::SynthesisPath;
 use crate::vanilla_shape::{hex_le, is_field_element};
 
@@ -172,15 +172,13 @@ fn check_partition_shape<Tree: MerkleTreeTrait<Hasher = TreeRHasher>>(
     fields.extend(p.apex_leafs.iter().enumerate().map(|(i, l)| (format!("apex leaf {i}"), raw(&l))));
     let nodes = params.sector_nodes;
     for (c, cp) in p.challenge_proofs.iter().enumerate() {
-        let lens = [
-            ("proof_r_old", cp.proof_r_old.len(), cp.proof_r_old.expected_len(nodes)),
-            ("proof_d_new", cp.proof_d_new.len(), cp.proof_d_new.expected_len(nodes)),
-            ("proof_r_new", cp.proof_r_new.len(), cp.proof_r_new.expected_len(nodes)),
+        let shapes = [
+            ("proof_r_old", check_path_shape(&cp.proof_r_old, nodes)),
+            ("proof_d_new", check_path_shape(&cp.proof_d_new, nodes)),
+            ("proof_r_new", check_path_shape(&cp.proof_r_new, nodes)),
         ];
-        for (name, len, want) in lens {
-            if len != want {
-                return Err(bad(format!("{who}: challenge {c}, {name} has {len} levels; the tree has {want}")));
-            }
+        for (name, shape) in shapes {
+            shape.map_err(|e| bad(format!("{who}: challenge {c}, {name} {e}")))?;
         }
         let mut add = |name: &str, leaf: Vec<u8>, root: Vec<u8>, path: Vec<Vec<u8>>| {
             fields.push((format!("challenge {c}, {name} leaf"), leaf));

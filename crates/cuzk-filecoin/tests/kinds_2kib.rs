@@ -1,0 +1,235 @@
+//! WinningPoSt, WindowPoSt and SnapDeals on the 2 KiB fixtures (a really sealed and updated
+//! sector, its vanilla proofs as Curio sends them): each proved on the CPU backend through
+//! cuzk's prover, verified by filecoin-proofs' own verifiers (beside the job's own check),
+//! and each bad input refused with the message that names it. Fixtures and test parameters
+//! are generated on first use (about 7 minutes on 2 cores) and cached.
+
+use std::sync::OnceLock;
+
+use cuzk_filecoin::fixture::{default_fixture_dir, ensure_fixture, ensure_kind_fixtures, KindFixtures, KindInput};
+use cuzk_filecoin::params::{post_params_path, update_params_path};
+use cuzk_filecoin::post::post_proof_from_wire;
+use cuzk_filecoin::snap::update_proof_from_wire;
+use cuzk_filecoin::{prove_job, prover_id_from_miner, Blinding, PoStJob, PoStRequest, ProofError, SnapJob, SnapRequest};
+use cuzk_groth16::{CpuBackend, Srs};
+use filecoin_proofs::SectorShape2KiB;
+use filecoin_proofs_api::{PublicReplicaInfo, SectorId};
+
+fn fixtures() -> &'static KindFixtures {
+    static F: OnceLock<KindFixtures> = OnceLock::new();
+    F.get_or_init(|| {
+        let dir = default_fixture_dir(2048);
+        ensure_fixture(&dir, 2048).expect("PoRep fixture");
+        ensure_kind_fixtures(&dir, 2048).expect("PoSt and SnapDeals fixtures")
+    })
+}
+
+fn post_job(i: &KindInput) -> Result<PoStJob, ProofError> {
+    PoStJob::new(&PoStRequest {
+        registered_proof: post_proof_from_wire(i.registered_proof)?,
+        randomness: &i.randomness,
+        prover_id: prover_id_from_miner(i.miner_id),
+        partition_index: i.partition_index as usize,
+        vanilla_proofs: &i.vanilla_proofs,
+    })
+}
+
+fn snap_job(i: &KindInput) -> Result<SnapJob, ProofError> {
+    SnapJob::new(&SnapRequest {
+        registered_proof: update_proof_from_wire(i.registered_proof)?,
+        vanilla_proofs: &i.vanilla_proofs,
+        comm_r_old: &i.comm_r_old,
+        comm_r_new: &i.comm_r_new,
+        comm_d_new: &i.comm_d_new,
+    })
+}
+
+fn srs_of(path: Result<std::path::PathBuf, cuzk_filecoin::params::ParamDirError>) -> Srs {
+    Srs::load(&path.unwrap()).expect("parameters load")
+}
+
+fn refused(r: Result<impl std::fmt::Debug, ProofError>, fragments: &[&str]) {
+    match r {
+        Ok(v) => panic!("accepted ({v:?}); expected a refusal naming {fragments:?}"),
+        Err(e) => {
+            assert!(matches!(e, ProofError::BadInput(_)), "not a bad-input refusal: {e}");
+            let msg = e.to_string();
+            for f in fragments {
+                assert!(msg.contains(f), "refusal {msg:?} does not name {f:?}");
+            }
+        }
+    }
+}
+
+fn comm(v: &[u8]) -> [u8; 32] {
+    v.try_into().unwrap()
+}
+
+#[test]
+fn winning_post_proves_and_verifies_with_filecoin_proofs() {
+    let f = fixtures();
+    let i = &f.winning;
+    let proof = post_proof_from_wire(i.registered_proof).unwrap();
+    let job = post_job(i).unwrap();
+    let srs = srs_of(post_params_path(&f.param_dir(), proof));
+    let (bytes, t) = prove_job(&job, &srs, &CpuBackend, &Blinding::Random).unwrap();
+    assert_eq!(bytes.len(), 192);
+    assert_eq!(t.partitions, 1);
+    let replicas = [(SectorId::from(i.sector_id), PublicReplicaInfo::new(proof, comm(&i.comm_r)))].into_iter().collect();
+    let ok = filecoin_proofs_api::post::verify_winning_post(
+        &comm(&i.randomness),
+        &bytes,
+        &replicas,
+        prover_id_from_miner(i.miner_id),
+    )
+    .unwrap();
+    assert!(ok, "filecoin-proofs refuses our WinningPoSt");
+}
+
+#[test]
+fn window_post_partition_proves_and_verifies_with_filecoin_proofs() {
+    let f = fixtures();
+    let i = &f.window;
+    let proof = post_proof_from_wire(i.registered_proof).unwrap();
+    let job = post_job(i).unwrap();
+    let srs = srs_of(post_params_path(&f.param_dir(), proof));
+    let (bytes, _) = prove_job(&job, &srs, &CpuBackend, &Blinding::Random).unwrap();
+    assert_eq!(bytes.len(), 192);
+    // The deadline has this one partition: filecoin-proofs' whole-WindowPoSt verifier.
+    let replicas = [(SectorId::from(i.sector_id), PublicReplicaInfo::new(proof, comm(&i.comm_r)))].into_iter().collect();
+    let ok = filecoin_proofs_api::post::verify_window_post(
+        &comm(&i.randomness),
+        &[(proof, &bytes[..])],
+        &replicas,
+        prover_id_from_miner(i.miner_id),
+    )
+    .unwrap();
+    assert!(ok, "filecoin-proofs refuses our WindowPoSt");
+}
+
+#[test]
+fn snap_deals_proves_and_verifies_with_filecoin_proofs() {
+    let f = fixtures();
+    let i = &f.snap;
+    let proof = update_proof_from_wire(i.registered_proof).unwrap();
+    let job = snap_job(i).unwrap();
+    let srs = srs_of(update_params_path(&f.param_dir(), proof));
+    let (bytes, t) = prove_job(&job, &srs, &CpuBackend, &Blinding::Random).unwrap();
+    assert_eq!(bytes.len(), 192 * t.partitions);
+    let ok = filecoin_proofs_api::update::verify_empty_sector_update_proof(
+        proof,
+        &bytes,
+        comm(&i.comm_r_old),
+        comm(&i.comm_r_new),
+        comm(&i.comm_d_new),
+    )
+    .unwrap();
+    assert!(ok, "filecoin-proofs refuses our SnapDeals proof");
+}
+
+/// The vanilla proof of `i`, changed by `f` and written back.
+fn with_vanilla(i: &KindInput, f: impl FnOnce(&mut filecoin_proofs::FallbackPoStSectorProof<SectorShape2KiB>)) -> KindInput {
+    let mut p: filecoin_proofs::FallbackPoStSectorProof<SectorShape2KiB> = bincode::deserialize(&i.vanilla_proofs[0]).unwrap();
+    f(&mut p);
+    KindInput { vanilla_proofs: vec![bincode::serialize(&p).unwrap()], ..i.clone() }
+}
+
+#[test]
+fn post_refusals_name_their_cause() {
+    let f = fixtures();
+    for i in [&f.winning, &f.window] {
+        // Another randomness (still a scalar).
+        let mut r = i.clone();
+        r.randomness[0] ^= 1;
+        refused(post_job(&r), &["randomness", "challenges leaf", "other randomness"]);
+        // Not a scalar.
+        let mut r = i.clone();
+        r.randomness[31] = 0xff;
+        refused(post_job(&r), &["randomness", "not a BLS12-381 scalar", "byte 31"]);
+        let mut r = i.clone();
+        r.randomness.truncate(31);
+        refused(post_job(&r), &["randomness: 31 bytes; expected 32"]);
+        // Another sector's comm_r.
+        let other = with_vanilla(i, |p| {
+            let mut c = filecoin_hashers::Domain::into_bytes(&p.comm_r);
+            c[0] ^= 1;
+            p.comm_r = filecoin_hashers::Domain::try_from_bytes(&c).unwrap();
+        });
+        refused(post_job(&other), &["vanilla_proofs[0] (sector 1)", "comm_r", "another sector"]);
+        // Another sector id: its challenges are not the proof's.
+        let moved = with_vanilla(i, |p| p.sector_id = SectorId::from(2));
+        refused(post_job(&moved), &["vanilla_proofs[0] (sector 2)", "challenge 0 opens leaf"]);
+        // Truncated, and trailing bytes.
+        let mut t = i.clone();
+        let n = t.vanilla_proofs[0].len();
+        t.vanilla_proofs[0].truncate(n / 2);
+        refused(post_job(&t), &["vanilla_proofs[0]", "not a bincode FallbackPoStSectorProof", "truncated"]);
+        let mut t = i.clone();
+        t.vanilla_proofs[0].extend_from_slice(&[0, 0, 0]);
+        refused(post_job(&t), &["vanilla_proofs[0]", "3 bytes follow"]);
+        // Inclusion proofs missing.
+        let short = with_vanilla(i, |p| {
+            p.vanilla_proof.sectors[0].inclusion_proofs.pop();
+        });
+        refused(post_job(&short), &["vanilla_proofs[0] (sector 1)", "inclusion proofs", "challenges"]);
+        // No vanilla proofs at all; a PoRep proof type number out of range.
+        let mut none = i.clone();
+        none.vanilla_proofs.clear();
+        refused(post_job(&none), &["vanilla_proofs: 0 sector proofs"]);
+        let mut wrong = i.clone();
+        wrong.registered_proof = 15;
+        refused(post_job(&wrong), &["registered_proof 15 is not a PoSt proof type"]);
+    }
+    // WinningPoSt proves exactly one sector; a window partition takes each sector once.
+    let mut two = f.winning.clone();
+    two.vanilla_proofs.push(two.vanilla_proofs[0].clone());
+    refused(post_job(&two), &["vanilla_proofs: 2 sector proofs", "proves 1 sector"]);
+    let mut twice = f.window.clone();
+    twice.vanilla_proofs.push(twice.vanilla_proofs[0].clone());
+    refused(post_job(&twice), &["vanilla_proofs[1] and [0] are both of sector 1"]);
+}
+
+#[test]
+fn window_post_v1_names_a_wrong_partition() {
+    // PoSt API 1.0 derives challenges from the sector's index in the deadline, so a partition
+    // index that is not the vanilla proofs' shows: the V1 window type with the fixture's
+    // sector (proved in partition 0) at partition 1.
+    let f = fixtures();
+    let ok = f.window_v1.clone();
+    post_job(&ok).expect("the V1 vanilla proof at its partition");
+    let moved = KindInput { partition_index: 1, ..ok };
+    refused(post_job(&moved), &["challenges are those of partition 0", "partition_index is 1"]);
+}
+
+#[test]
+fn snap_refusals_name_their_cause() {
+    let f = fixtures();
+    let i = &f.snap;
+    for (field, fragment) in [("comm_r_old", "sector key"), ("comm_r_new", "updated replica"), ("comm_d_new", "data commitment")] {
+        let mut r = i.clone();
+        let c = match field {
+            "comm_r_old" => &mut r.comm_r_old,
+            "comm_r_new" => &mut r.comm_r_new,
+            _ => &mut r.comm_d_new,
+        };
+        c[0] ^= 1;
+        refused(snap_job(&r), &[field, fragment]);
+        let mut r = i.clone();
+        match field {
+            "comm_r_old" => r.comm_r_old.pop(),
+            "comm_r_new" => r.comm_r_new.pop(),
+            _ => r.comm_d_new.pop(),
+        };
+        refused(snap_job(&r), &[&format!("{field}: 31 bytes; expected 32")]);
+    }
+    let mut t = i.clone();
+    let n = t.vanilla_proofs[0].len();
+    t.vanilla_proofs[0].truncate(n - 10);
+    refused(snap_job(&t), &["vanilla_proofs[0]", "not a bincode PartitionProof", "truncated"]);
+    let mut two = i.clone();
+    two.vanilla_proofs.push(two.vanilla_proofs[0].clone());
+    refused(snap_job(&two), &["vanilla_proofs: 2 partition proofs", "has 1 partitions"]);
+    let mut wrong = i.clone();
+    wrong.registered_proof = 5;
+    refused(snap_job(&wrong), &["registered_proof 5 is not a sector update proof type"]);
+}
