@@ -576,6 +576,12 @@ impl Engine {
                 request.request_id.len()
             )));
         }
+        if let Some(c) = request.request_id.chars().find(|c| c.is_control()) {
+            return Err(EngineError::InvalidRequest(format!(
+                "request_id contains the control character {c:?}; ids are printable text (spaces, \
+                 brackets and any other printable character are fine)"
+            )));
+        }
         if request.request_id.is_empty() {
             request.request_id = self.generate_id();
         }

@@ -56,11 +56,6 @@ pub enum EngineError {
 /// job's `Failed` result message; it never stops the engine.
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
-    #[error(
-        "{0} proofs are not supported yet (only PoRep C2, proof_kind 1 POREP_SEAL_COMMIT, has a \
-         prover today)"
-    )]
-    Unsupported(&'static str),
     #[error("bad request: {0}")]
     BadRequest(String),
     #[error("parameters: {0}")]

@@ -18,7 +18,7 @@
 //! the CPU; the budget, not a job count, bounds the lookahead, because a 32 GiB PoRep and a
 //! WinningPoSt differ by orders of magnitude in memory.
 //!
-//! The PoRep runner ([`PoRepRunner`]) uses cuzk-filecoin's staged `PoRepJob`: its synthesis
+//! The PoRep runner ([`FilecoinRunner`]) uses cuzk-filecoin's staged `PoRepJob`: its synthesis
 //! stage checks the input and synthesizes partition 0 (so a single-partition proof, and the
 //! first partition of a multi-partition one, is synthesized while another job proves); the
 //! proving stage proves partition k while partition k + 1 is synthesized on another thread
@@ -32,7 +32,7 @@
 //! use std::{path::Path, sync::Arc, time::Duration};
 //! use cuzk_engine::*;
 //!
-//! let runner = PoRepRunner::new(Path::new("/var/tmp/filecoin-proof-parameters"), None)
+//! let runner = FilecoinRunner::new(Path::new("/var/tmp/filecoin-proof-parameters"), None)
 //!     .map_err(|e| EngineError::Config(e.to_string()))?;
 //! let engine = Engine::start(EngineConfig::new("/var/lib/cuzk"), Arc::new(runner), vec![Device::cpu()])?;
 //! let c1 = std::fs::read("c1.json").unwrap_or_default();
@@ -104,6 +104,6 @@ pub use job::{
 };
 pub use residency::ResidentStatus;
 pub use runner::{
-    partition_footprint, CancelToken, Device, DeviceBackend, JobPlan, MemoryProbe, PoRepRunner, ProofOutput,
+    partition_footprint, CancelToken, Device, DeviceBackend, JobPlan, MemoryProbe, FilecoinRunner, ProofOutput,
     ProofRunner, ProveContext, SrsRef, Synthesized,
 };

@@ -3,7 +3,7 @@
 //! Why a trait: the engine's hard parts (priorities, the spool, cancel, budgets, recovery)
 //! must be testable in milliseconds, while a real proof takes tens of seconds even for a
 //! 2 KiB sector. The engine only sees the three stages a job goes through; the real
-//! implementation, [`PoRepRunner`], calls cuzk-filecoin's PoRep C2, and tests drive the
+//! implementation, [`FilecoinRunner`], calls cuzk-filecoin's jobs, and tests drive the
 //! engine with doubles that sleep or fail on command.
 //!
 //! Stages: `plan` (cheap: which parameters, how many bytes of host memory) -> `synthesize`
@@ -23,8 +23,14 @@ use std::time::{Duration, Instant};
 
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use cuzk_filecoin::c1::REGISTERED_SEAL_PROOFS;
-use cuzk_filecoin::params::{seal_params_path, use_proof_dirs};
-use cuzk_filecoin::{parse_c1, prover_id_from_miner, C1Input, ProofError, PoRepJob, SectorIdentity};
+use cuzk_filecoin::params::{post_params_path, seal_params_path, update_params_path, use_proof_dirs};
+use cuzk_filecoin::post::post_proof_from_wire;
+use cuzk_filecoin::snap::update_proof_from_wire;
+use cuzk_filecoin::{
+    parse_c1, prover_id_from_miner, C1Input, PoRepJob, PoStJob, PoStRequest, ProofError, ProofJob, SealCommit,
+    SectorIdentity, SnapJob, SnapRequest,
+};
+use filecoin_proofs_api::{RegisteredPoStProof, RegisteredSealProof, RegisteredUpdateProof};
 use cuzk_groth16::{Backend, BackendError, NttDirection, PartitionWitness, Selection, Srs, SrsShape};
 
 use crate::engine::MemoryStatus;
@@ -287,19 +293,18 @@ fn size_label(bytes: u64) -> String {
     }
 }
 
-/// PoRep C2 with cuzk's prover (cuzk-filecoin), verified before it is returned. The other
-/// proof kinds fail at `plan` with "not supported yet".
-pub struct PoRepRunner {
+/// Every proof kind with cuzk's prover (cuzk-filecoin): PoRep C2, SnapDeals, a WindowPoSt
+/// partition and WinningPoSt, each verified with filecoin-proofs before it is returned.
+pub struct FilecoinRunner {
     param_dir: PathBuf,
 }
 
-/// What the PoRep synthesis stage hands to proving: the checked job and partition 0's
+/// What the synthesis stage hands to proving: the checked job of any kind and partition 0's
 /// witness, synthesized ahead under the job's memory reservation. Later partitions are
 /// synthesized while the previous one proves (see [`pipeline_partitions`]), so a
 /// multi-partition job holds at most two witnesses, which its reservation covers.
-struct PoRepWork {
-    job: PoRepJob,
-    id: SectorIdentity,
+struct Work {
+    job: Box<dyn ProofJob>,
     first: PartitionWitness,
     first_synthesis: Duration,
 }
@@ -336,23 +341,31 @@ pub fn pipeline_partitions<W: Send, P, E: Send>(
     })
 }
 
-fn porep_error(e: ProofError, cancel: &CancelToken) -> RunError {
+fn job_error(e: ProofError, cancel: &CancelToken) -> RunError {
     if cancel.is_cancelled() {
         RunError::Cancelled
+    } else if e.is_bad_input() {
+        RunError::BadRequest(e.to_string())
     } else {
-        match e {
-            ProofError::BadInput(_) | ProofError::Unsatisfied { .. } => RunError::BadRequest(e.to_string()),
-            other => RunError::Prove(other.to_string()),
-        }
+        RunError::Prove(e.to_string())
     }
 }
 
-impl PoRepRunner {
+/// The proof type a request names, by kind.
+#[derive(Clone, Copy, Debug)]
+enum Typed {
+    /// The seal proof type comes from the C1 output.
+    Seal(RegisteredSealProof),
+    PoSt(RegisteredPoStProof),
+    Update(RegisteredUpdateProof),
+}
+
+impl FilecoinRunner {
     /// Parameters (`.params` and `.vk`) in `param_dir` by Filecoin's naming; filecoin-proofs
     /// is pointed at the same directory (and at `parent_dir`, when given) for verification.
-    pub fn new(param_dir: &Path, parent_dir: Option<&Path>) -> Result<PoRepRunner, RunError> {
+    pub fn new(param_dir: &Path, parent_dir: Option<&Path>) -> Result<FilecoinRunner, RunError> {
         use_proof_dirs(param_dir, parent_dir).map_err(|e| RunError::Params(e.to_string()))?;
-        Ok(PoRepRunner {
+        Ok(FilecoinRunner {
             param_dir: param_dir.to_path_buf(),
         })
     }
@@ -365,7 +378,7 @@ impl PoRepRunner {
 
     /// "porep-2k" for the interactive and synthetic proofs of a 2 KiB sector (they share
     /// parameters), "ni-porep-2k" for non-interactive PoRep.
-    pub fn circuit_id(proof: filecoin_proofs_api::RegisteredSealProof) -> String {
+    pub fn circuit_id(proof: RegisteredSealProof) -> String {
         let size = size_label(u64::from(proof.sector_size()));
         if format!("{proof:?}").contains("NonInteractive") {
             format!("ni-porep-{size}")
@@ -374,27 +387,54 @@ impl PoRepRunner {
         }
     }
 
-    fn srs_ref(&self, proof: filecoin_proofs_api::RegisteredSealProof) -> Result<SrsRef, RunError> {
-        let path = seal_params_path(&self.param_dir, proof)
-            .map_err(|e| RunError::Params(e.to_string()))?;
+    /// "winning-2k" or "wpost-2k" (WindowPoSt API 1.0 and 1.2 share parameters).
+    pub fn post_circuit_id(proof: RegisteredPoStProof) -> String {
+        let size = size_label(u64::from(proof.sector_size()));
+        match proof.typ() {
+            filecoin_proofs::PoStType::Winning => format!("winning-{size}"),
+            filecoin_proofs::PoStType::Window => format!("wpost-{size}"),
+        }
+    }
+
+    /// "snap-32g".
+    pub fn update_circuit_id(proof: RegisteredUpdateProof) -> String {
+        format!("snap-{}", size_label(u64::from(proof.sector_size())))
+    }
+
+    fn srs_ref(&self, typed: Typed) -> Result<SrsRef, RunError> {
+        let (path, circuit_id) = match typed {
+            Typed::Seal(p) => (seal_params_path(&self.param_dir, p), Self::circuit_id(p)),
+            Typed::PoSt(p) => (post_params_path(&self.param_dir, p), Self::post_circuit_id(p)),
+            Typed::Update(p) => (update_params_path(&self.param_dir, p), Self::update_circuit_id(p)),
+        };
+        let path = path.map_err(|e| RunError::Params(e.to_string()))?;
         let shape = Srs::shape(&path).map_err(|e| {
             RunError::Params(format!(
-                "{e} (parameters for {proof:?} are expected in {}; fetch them or point the \
+                "{e} (parameters for {typed:?} are expected in {}; fetch them or point the \
                  parameter cache there)",
                 self.param_dir.display()
             ))
         })?;
         Ok(SrsRef {
-            circuit_id: Self::circuit_id(proof),
+            circuit_id,
             path,
             bytes: shape.point_bytes() as u64,
         })
     }
 
-    fn parse(request: &JobRequest) -> Result<C1Input, RunError> {
-        if request.kind != ProofKind::PoRepSealCommit {
-            return Err(RunError::Unsupported(request.kind.queue_name()));
+    /// A request's sector_size against its proof type's (0: take the type's, as Curio's
+    /// proofshare requests do).
+    fn check_sector_size(request: &JobRequest, size: u64, typed: Typed) -> Result<(), RunError> {
+        if request.sector_size != 0 && request.sector_size != size {
+            return Err(RunError::BadRequest(format!(
+                "sector_size {} does not match registered_proof {} ({typed:?}, {size} bytes)",
+                request.sector_size, request.registered_proof
+            )));
         }
+        Ok(())
+    }
+
+    fn parse_c1(request: &JobRequest) -> Result<C1Input, RunError> {
         let c1 = parse_c1(&request.vanilla_proof)
             .map_err(|e| RunError::BadRequest(format!("vanilla_proof: {e}")))?;
         if request.sector_size != 0 {
@@ -403,15 +443,99 @@ impl PoRepRunner {
         }
         Ok(c1)
     }
+
+    /// The proof type and its partition count, checked against the kind and sector size.
+    fn typed(request: &JobRequest) -> Result<(Typed, usize), RunError> {
+        let bad = |e: ProofError| RunError::BadRequest(e.to_string());
+        match request.kind {
+            ProofKind::PoRepSealCommit => {
+                let c1 = Self::parse_c1(request)?;
+                let p = c1.registered_proof();
+                Ok((Typed::Seal(p), usize::from(p.partitions())))
+            }
+            ProofKind::SnapDealsUpdate => {
+                let p = update_proof_from_wire(request.registered_proof).map_err(bad)?;
+                Self::check_sector_size(request, u64::from(p.sector_size()), Typed::Update(p))?;
+                Ok((Typed::Update(p), usize::from(p.partitions())))
+            }
+            ProofKind::WindowPostPartition | ProofKind::WinningPost => {
+                let p = post_proof_from_wire(request.registered_proof).map_err(bad)?;
+                let winning = request.kind == ProofKind::WinningPost;
+                if winning != (p.typ() == filecoin_proofs::PoStType::Winning) {
+                    return Err(RunError::BadRequest(format!(
+                        "registered_proof {} is {p:?}, not a {} proof type; {} takes {}",
+                        request.registered_proof,
+                        if winning { "WinningPoSt" } else { "WindowPoSt" },
+                        request.kind.queue_name(),
+                        if winning { "0-4" } else { "5-14" }
+                    )));
+                }
+                Self::check_sector_size(request, u64::from(p.sector_size()), Typed::PoSt(p))?;
+                Ok((Typed::PoSt(p), 1))
+            }
+        }
+    }
+
+    fn miner(request: &JobRequest) -> Result<u64, RunError> {
+        if request.miner_id == 0 {
+            return Err(RunError::BadRequest(
+                "miner_id is 0; expected the miner actor id the sector belongs to".into(),
+            ));
+        }
+        Ok(request.miner_id)
+    }
+
+    /// The checked job of a request.
+    fn job(request: &JobRequest, cancel: &CancelToken) -> Result<Box<dyn ProofJob>, RunError> {
+        let (typed, _) = Self::typed(request)?;
+        Ok(match typed {
+            Typed::Seal(_) => {
+                let c1 = Self::parse_c1(request)?;
+                let miner = Self::miner(request)?;
+                let sector_id = match (request.sector_number, c1.sector_num) {
+                    (0, Some(n)) => n,
+                    (0, None) => {
+                        return Err(RunError::BadRequest(
+                            "sector_number is 0 and the C1 input is not an envelope with SectorNum".into(),
+                        ))
+                    }
+                    (n, _) => n,
+                };
+                let id = SectorIdentity { prover_id: prover_id_from_miner(miner), sector_id };
+                let job = PoRepJob::new(&c1).map_err(|e| job_error(e, cancel))?;
+                Box::new(SealCommit { job, id })
+            }
+            Typed::Update(registered_proof) => Box::new(
+                SnapJob::new(&SnapRequest {
+                    registered_proof,
+                    vanilla_proofs: &request.vanilla_proofs,
+                    comm_r_old: &request.comm_r_old,
+                    comm_r_new: &request.comm_r_new,
+                    comm_d_new: &request.comm_d_new,
+                })
+                .map_err(|e| job_error(e, cancel))?,
+            ),
+            Typed::PoSt(registered_proof) => Box::new(
+                PoStJob::new(&PoStRequest {
+                    registered_proof,
+                    randomness: &request.randomness,
+                    prover_id: prover_id_from_miner(Self::miner(request)?),
+                    partition_index: request.partition_index as usize,
+                    vanilla_proofs: &request.vanilla_proofs,
+                })
+                .map_err(|e| job_error(e, cancel))?,
+            ),
+        })
+    }
 }
 
-impl ProofRunner for PoRepRunner {
+impl ProofRunner for FilecoinRunner {
     fn plan(&self, request: &JobRequest) -> Result<JobPlan, RunError> {
-        let c1 = Self::parse(request)?;
-        let srs = self.srs_ref(c1.registered_proof())?;
+        let (typed, partitions) = Self::typed(request)?;
+        let srs = self.srs_ref(typed)?;
         let shape = Srs::shape(&srs.path).map_err(|e| RunError::Params(e.to_string()))?;
         // Two witnesses at once when partitions are pipelined (see `prove`).
-        let witnesses = (c1.registered_proof().partitions() as u64).clamp(1, 2);
+        let witnesses = (partitions as u64).clamp(1, 2);
         Ok(JobPlan {
             footprint_bytes: witnesses * partition_footprint(&shape) + 2 * request.payload_bytes(),
             srs: Some(srs),
@@ -425,32 +549,11 @@ impl ProofRunner for PoRepRunner {
         cancel: &CancelToken,
     ) -> Result<Synthesized, RunError> {
         cancel.check()?;
-        let c1 = Self::parse(request)?;
-        if request.miner_id == 0 {
-            return Err(RunError::BadRequest(
-                "miner_id is 0; expected the miner actor id the sector was sealed for".into(),
-            ));
-        }
-        let sector_id = match (request.sector_number, c1.sector_num) {
-            (0, Some(n)) => n,
-            (0, None) => {
-                return Err(RunError::BadRequest(
-                    "sector_number is 0 and the C1 input is not an envelope with SectorNum".into(),
-                ))
-            }
-            (n, _) => n,
-        };
-        let id = SectorIdentity {
-            prover_id: prover_id_from_miner(request.miner_id),
-            sector_id,
-        };
-        let job = PoRepJob::new(&c1).map_err(|e| porep_error(e, cancel))?;
-        drop(c1);
+        let job = Self::job(request, cancel)?;
         cancel.check()?;
-        let (first, t) = job.synthesize(0).map_err(|e| porep_error(e, cancel))?;
-        Ok(Synthesized(Box::new(PoRepWork {
+        let (first, t) = job.synthesize(0).map_err(|e| job_error(e, cancel))?;
+        Ok(Synthesized(Box::new(Work {
             job,
-            id,
             first,
             first_synthesis: t.circuit + t.synthesis,
         })))
@@ -460,12 +563,12 @@ impl ProofRunner for PoRepRunner {
         ctx.cancel.check()?;
         let work = work
             .0
-            .downcast::<PoRepWork>()
+            .downcast::<Work>()
             .map_err(|_| RunError::Prove("internal: synthesis output of another runner".into()))?;
         let srs = ctx
             .srs
-            .ok_or_else(|| RunError::Prove("internal: PoRep proving needs parameters".into()))?;
-        let PoRepWork { job, id, first, first_synthesis } = *work;
+            .ok_or_else(|| RunError::Prove("internal: proving needs parameters".into()))?;
+        let Work { job, first, first_synthesis } = *work;
         // Pipelining only pays when the device is not the CPU that synthesizes.
         let overlap = ctx.backend.name() != cuzk_groth16::CpuBackend.name();
         let synthesis_ns = AtomicU64::new(first_synthesis.as_nanos() as u64);
@@ -475,7 +578,7 @@ impl ProofRunner for PoRepRunner {
             overlap,
             |k| {
                 ctx.cancel.check()?;
-                let (w, t) = job.synthesize(k).map_err(|e| porep_error(e, ctx.cancel))?;
+                let (w, t) = job.synthesize(k).map_err(|e| job_error(e, ctx.cancel))?;
                 synthesis_ns.fetch_add((t.circuit + t.synthesis).as_nanos() as u64, Ordering::Relaxed);
                 Ok(w)
             },
@@ -483,14 +586,14 @@ impl ProofRunner for PoRepRunner {
                 ctx.cancel.check()?;
                 let (r, s) = cuzk_groth16::prover::random_blinding(&mut rand::rngs::OsRng);
                 let (proof, _) = cuzk_groth16::prove(ctx.backend, srs, w, r, s).map_err(|e| {
-                    porep_error(ProofError::Prove { partition: k, source: e }, ctx.cancel)
+                    job_error(ProofError::Prove { partition: k, source: e }, ctx.cancel)
                 })?;
                 Ok(proof)
             },
         )?;
         let synthesis = Duration::from_nanos(synthesis_ns.load(Ordering::Relaxed));
         ctx.cancel.check()?;
-        let (proof, t) = job.finish(&proofs, id).map_err(|e| porep_error(e, ctx.cancel))?;
+        let (proof, t) = job.finish(&proofs).map_err(|e| job_error(e, ctx.cancel))?;
         Ok(ProofOutput {
             proof,
             synthesis,
@@ -499,20 +602,35 @@ impl ProofRunner for PoRepRunner {
     }
 
     fn srs_for_circuit(&self, circuit_id: &str) -> Result<SrsRef, RunError> {
-        // Canonical proof per circuit id: the newest interactive (or NI) version.
-        let proof = REGISTERED_SEAL_PROOFS
+        // Canonical proof per circuit id: the newest interactive (or NI) seal version, the
+        // newest PoSt API.
+        let seal = REGISTERED_SEAL_PROOFS
             .iter()
             .rev()
             .copied()
             .filter(|p| !format!("{p:?}").contains("Synthetic"))
             .find(|p| Self::circuit_id(*p) == circuit_id)
-            .ok_or_else(|| {
-                RunError::BadRequest(format!(
-                    "circuit_id {circuit_id:?} is unknown; expected porep-<size> or \
-                     ni-porep-<size> with size 2k, 8m, 512m, 32g or 64g"
-                ))
-            })?;
-        self.srs_ref(proof)
+            .map(Typed::Seal);
+        let post = || {
+            (0..15u64)
+                .rev()
+                .filter_map(|v| post_proof_from_wire(v).ok())
+                .find(|p| Self::post_circuit_id(*p) == circuit_id)
+                .map(Typed::PoSt)
+        };
+        let update = || {
+            (0..5u64)
+                .filter_map(|v| update_proof_from_wire(v).ok())
+                .find(|p| Self::update_circuit_id(*p) == circuit_id)
+                .map(Typed::Update)
+        };
+        let typed = seal.or_else(post).or_else(update).ok_or_else(|| {
+            RunError::BadRequest(format!(
+                "circuit_id {circuit_id:?} is unknown; expected porep-<size>, ni-porep-<size>, \
+                 snap-<size>, wpost-<size> or winning-<size> with size 2k, 8m, 512m, 32g or 64g"
+            ))
+        })?;
+        self.srs_ref(typed)
     }
 }
 
@@ -523,16 +641,16 @@ mod tests {
 
     #[test]
     fn circuit_ids_name_size_and_variant() {
-        assert_eq!(PoRepRunner::circuit_id(P::StackedDrg2KiBV1_1), "porep-2k");
+        assert_eq!(FilecoinRunner::circuit_id(P::StackedDrg2KiBV1_1), "porep-2k");
         assert_eq!(
-            PoRepRunner::circuit_id(P::StackedDrg32GiBV1_1_Feat_SyntheticPoRep),
+            FilecoinRunner::circuit_id(P::StackedDrg32GiBV1_1_Feat_SyntheticPoRep),
             "porep-32g"
         );
         assert_eq!(
-            PoRepRunner::circuit_id(P::StackedDrg64GiBV1_2_Feat_NonInteractivePoRep),
+            FilecoinRunner::circuit_id(P::StackedDrg64GiBV1_2_Feat_NonInteractivePoRep),
             "ni-porep-64g"
         );
-        assert_eq!(PoRepRunner::circuit_id(P::StackedDrg512MiBV1), "porep-512m");
+        assert_eq!(FilecoinRunner::circuit_id(P::StackedDrg512MiBV1), "porep-512m");
     }
 
     /// Partition k + 1's synthesis runs while partition k proves, results stay in order,

@@ -1,13 +1,14 @@
 //! The engine with the real runner on the cached 2 KiB fixture (generated on first use by
 //! cuzk-filecoin's `ensure_fixture`): a PoRep C2 job end to end, its proof verified with
-//! filecoin-proofs; bad payloads and unsupported kinds failing alone beside it; parameter
+//! filecoin-proofs; bad payloads and empty SnapDeals and WinningPoSt requests failing alone
+//! beside it; parameter
 //! preload and evict; a running real proof cancelled at a kernel boundary.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use cuzk_engine::*;
-use cuzk_filecoin::fixture::{default_fixture_dir, ensure_fixture};
+use cuzk_filecoin::fixture::{default_fixture_dir, ensure_fixture, ensure_kind_fixtures};
 use cuzk_filecoin::{parse_c1, verify_porep_c2};
 
 async fn result(e: &Engine, id: &str) -> Arc<JobResult> {
@@ -24,7 +25,8 @@ async fn result(e: &Engine, id: &str) -> Arc<JobResult> {
 #[tokio::test(flavor = "multi_thread")]
 async fn porep_2kib_through_the_engine_verifies_and_bad_jobs_fail_alone() {
     let fixture = ensure_fixture(&default_fixture_dir(2048), 2048).expect("2 KiB fixture");
-    let runner = PoRepRunner::new(&fixture.param_dir(), Some(&fixture.parent_dir())).unwrap();
+    ensure_kind_fixtures(&fixture.dir, 2048).expect("2 KiB PoSt and SnapDeals fixtures");
+    let runner = FilecoinRunner::new(&fixture.param_dir(), Some(&fixture.parent_dir())).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let engine = Engine::start(
         EngineConfig::new(dir.path()),
@@ -90,7 +92,7 @@ async fn porep_2kib_through_the_engine_verifies_and_bad_jobs_fail_alone() {
         r.error
             .as_deref()
             .unwrap()
-            .contains("snap-update proofs are not supported yet"),
+            .contains("comm_r_old: 0 bytes; expected 32"),
         "{r:?}"
     );
     let r = result(&engine, "winning").await;
@@ -98,7 +100,7 @@ async fn porep_2kib_through_the_engine_verifies_and_bad_jobs_fail_alone() {
         r.error
             .as_deref()
             .unwrap()
-            .contains("winning-post proofs are not supported yet"),
+            .contains("miner_id is 0; expected the miner actor id"),
         "{r:?}"
     );
 

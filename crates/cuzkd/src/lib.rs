@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use config::{BackendChoice, Config, GpusConfig};
-use cuzk_engine::{Device, Engine, MemoryStatus, PoRepRunner};
+use cuzk_engine::{Device, Engine, MemoryStatus, FilecoinRunner};
 use cuzk_proto::{Address, ProvingEngineServer};
 use sd_notify::NotifyState;
 
@@ -158,7 +158,7 @@ pub async fn shutdown_signal() {
 
 /// Runs the daemon until `shutdown` resolves, then drains. Everything `cuzkd` does.
 pub async fn run(cfg: Config, shutdown: impl std::future::Future<Output = ()> + Send + 'static) -> Result<()> {
-    let runner = PoRepRunner::new(&cfg.srs.param_cache, cfg.srs.parent_cache.as_deref())
+    let runner = FilecoinRunner::new(&cfg.srs.param_cache, cfg.srs.parent_cache.as_deref())
         .map_err(|e| anyhow::anyhow!("[srs]: {e}"))?;
     // Compiled circuits are saved beside the spool and found again after a restart.
     runner.save_compiled_circuits_in(&cfg.daemon.state_dir.join("compiled"));
@@ -167,7 +167,7 @@ pub async fn run(cfg: Config, shutdown: impl std::future::Future<Output = ()> + 
 
 /// [`run`] with another prover behind the engine: tests (the kill -9 soak runs a cheap
 /// synthetic proof kind beside real PoRep) and tools. The daemon itself always uses
-/// [`PoRepRunner`].
+/// [`FilecoinRunner`].
 pub async fn run_with(
     cfg: Config,
     runner: Arc<dyn cuzk_engine::ProofRunner>,

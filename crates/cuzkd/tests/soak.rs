@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use cuzk_engine::{
-    CancelToken, JobPlan, JobRequest, PoRepRunner, ProofKind as EngineKind, ProofOutput, ProofRunner, ProveContext, RunError, SrsRef,
+    CancelToken, JobPlan, JobRequest, FilecoinRunner, ProofKind as EngineKind, ProofOutput, ProofRunner, ProveContext, RunError, SrsRef,
     Synthesized,
 };
 use cuzk_filecoin::fixture::{default_fixture_dir, ensure_fixture};
@@ -44,11 +44,11 @@ fn synthetic_proof(request_id: &str, payload: &[u8]) -> Vec<u8> {
     h.finalize().to_vec()
 }
 
-/// Real PoRep through `PoRepRunner`; WinningPoSt requests are synthetic work of
+/// Real PoRep through `FilecoinRunner`; WinningPoSt requests are synthetic work of
 /// `payload = work_ms as decimal` milliseconds, half in synthesis, half in proving, each
 /// completed proof appended to `proved.log` (to count work done twice).
 struct SoakRunner {
-    porep: PoRepRunner,
+    porep: FilecoinRunner,
     log: PathBuf,
 }
 
@@ -114,7 +114,7 @@ impl ProofRunner for SoakRunner {
 fn soak_daemon_child() {
     let Some(config) = std::env::var_os(CHILD_ENV) else { return };
     let cfg = cuzkd::config::Config::load(Path::new(&config)).expect("soak config");
-    let porep = PoRepRunner::new(&cfg.srs.param_cache, cfg.srs.parent_cache.as_deref()).unwrap();
+    let porep = FilecoinRunner::new(&cfg.srs.param_cache, cfg.srs.parent_cache.as_deref()).unwrap();
     let runner = SoakRunner { porep, log: cfg.daemon.state_dir.join("proved.log") };
     let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(cuzkd::run_with(cfg, Arc::new(runner), cuzkd::shutdown_signal())).unwrap();
