@@ -301,11 +301,11 @@ fn grpc_seeds() {
 /// The submit seed reaches the engine: the service accepts it (its job then fails at
 /// planning, for want of parameters).
 fn accepted_by_the_service(submit: &v1::SubmitProofRequest) {
-    use cuzk_engine::{Device, Engine, EngineConfig, PoRepRunner};
+    use cuzk_engine::{Device, Engine, EngineConfig, FilecoinRunner};
     use cuzk_proto::ProvingEngine;
     let dir = std::env::temp_dir().join(format!("cuzk-fuzz-seeds-grpc-{}", std::process::id()));
     std::fs::create_dir_all(dir.join("params")).unwrap();
-    let runner = PoRepRunner::new(&dir.join("params"), None).unwrap();
+    let runner = FilecoinRunner::new(&dir.join("params"), None).unwrap();
     let engine = Engine::start(
         EngineConfig::new(dir.join("state")),
         std::sync::Arc::new(runner),
