@@ -1,6 +1,6 @@
-//! Whole proofs on the GPU: synthetic circuits and the 2 KiB PoRep proved with the GPU
-//! backend and with the CPU backend, same blinding values, must be byte-identical and
-//! verify (bellperson's verifier, filecoin-proofs' verify_seal). Without a usable GPU each
+//! Whole proofs on the GPU: synthetic circuits, the 2 KiB PoRep, WinningPoSt, WindowPoSt and
+//! SnapDeals proved with the GPU backend and with the CPU backend, same blinding values, must
+//! be byte-identical and verify (bellperson's verifier, filecoin-proofs' verifiers). Without a usable GPU each
 //! test says so on stderr and returns; with `CUZK_REQUIRE_GPU=1` it fails instead.
 
 use blstrs::Scalar as Fr;
@@ -68,4 +68,61 @@ fn gpu_porep_proof_is_byte_identical_to_cpu_and_verifies() {
         tg.prove.msm_h.as_secs_f64(),
         cpu_time.as_secs_f64()
     );
+}
+
+#[test]
+fn gpu_post_and_snap_proofs_are_byte_identical_to_cpu_and_verify() {
+    use cuzk_filecoin::fixture::ensure_kind_fixtures;
+    use cuzk_filecoin::params::{post_params_path, update_params_path};
+    use cuzk_filecoin::post::post_proof_from_wire;
+    use cuzk_filecoin::snap::update_proof_from_wire;
+    use cuzk_filecoin::{prove_job, prover_id_from_miner, PoStJob, PoStRequest, ProofJob, SnapJob, SnapRequest};
+    let Some(gpu) = gpu("GPU 2 KiB PoSt and SnapDeals whole proofs") else { return };
+    let f = ensure_fixture(&default_fixture_dir(2048), 2048).expect("2 KiB fixture");
+    let k = ensure_kind_fixtures(&f.dir, 2048).expect("2 KiB PoSt and SnapDeals fixtures");
+    let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(13);
+    for input in [&k.winning, &k.window, &k.snap] {
+        let (job, params): (Box<dyn ProofJob>, _) = if input.kind == "snap" {
+            let proof = update_proof_from_wire(input.registered_proof).unwrap();
+            let job = SnapJob::new(&SnapRequest {
+                registered_proof: proof,
+                vanilla_proofs: &input.vanilla_proofs,
+                comm_r_old: &input.comm_r_old,
+                comm_r_new: &input.comm_r_new,
+                comm_d_new: &input.comm_d_new,
+            })
+            .unwrap();
+            (Box::new(job), update_params_path(&f.param_dir(), proof).unwrap())
+        } else {
+            let proof = post_proof_from_wire(input.registered_proof).unwrap();
+            let job = PoStJob::new(&PoStRequest {
+                registered_proof: proof,
+                randomness: &input.randomness,
+                prover_id: prover_id_from_miner(input.miner_id),
+                partition_index: input.partition_index as usize,
+                vanilla_proofs: &input.vanilla_proofs,
+            })
+            .unwrap();
+            (Box::new(job), post_params_path(&f.param_dir(), proof).unwrap())
+        };
+        let srs = Srs::load(&params).unwrap();
+        let pairs = (0..job.partitions()).map(|_| (Fr::random(&mut rng), Fr::random(&mut rng))).collect();
+        let blinding = Blinding::Fixed(pairs);
+        // Each job's finish verifies with filecoin-proofs' verifier before returning.
+        let t = std::time::Instant::now();
+        let (on_gpu, _) = prove_job(job.as_ref(), &srs, &gpu, &blinding).expect("GPU proof");
+        let gpu_time = t.elapsed();
+        let t = std::time::Instant::now();
+        let (on_cpu, _) = prove_job(job.as_ref(), &srs, &CpuBackend, &blinding).expect("CPU proof");
+        let cpu_time = t.elapsed();
+        assert_eq!(on_gpu, on_cpu, "{}: GPU and CPU proofs differ for the same r, s", input.kind);
+        let _ = writeln!(
+            std::io::stderr(),
+            "2 KiB {} on {}: gpu {:.3} s, cpu {:.3} s; byte-identical, verified",
+            input.kind,
+            gpu.device().name,
+            gpu_time.as_secs_f64(),
+            cpu_time.as_secs_f64()
+        );
+    }
 }
