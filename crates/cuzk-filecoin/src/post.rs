@@ -344,6 +344,14 @@ fn post_shape<Tree: 'static + MerkleTreeTrait>(req: &PoStRequest<'_>) -> Result<
         diagnose::<Tree>(&config, &pub_params.vanilla_params, randomness_safe, &vanilla, req.partition_index)
             .unwrap_or_else(|| bad(format!("vanilla_proofs: refused by filecoin-proofs: {e:#}")))
     })?;
+    // filecoin-proofs' vanilla check of WinningPoSt reads only the first of the sector's
+    // inclusion proofs (it pairs the one public sector with the partition's first proof); the
+    // circuit takes all of them, so check the others here rather than fail in synthesis.
+    if winning {
+        if let Some(e) = diagnose::<Tree>(&config, &pub_params.vanilla_params, randomness_safe, &vanilla, 0) {
+            return Err(e);
+        }
+    }
     Ok(Box::new(Shaped::<Tree> {
         sectors: vanilla.iter().map(|p| (p.sector_id, p.comm_r.into_bytes().try_into().unwrap_or([0; 32]))).collect(),
         config,

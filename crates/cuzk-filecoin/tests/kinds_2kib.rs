@@ -233,3 +233,61 @@ fn snap_refusals_name_their_cause() {
     wrong.registered_proof = 5;
     refused(snap_job(&wrong), &["registered_proof 5 is not a sector update proof type"]);
 }
+
+/// Bounded fuzzing of the vanilla-proof bytes: random byte flips, truncations, insertions and
+/// length-prefix edits of the fixtures' real vanilla proofs never panic (a panic in storage-
+/// proofs would take a thread with it), and every change is refused before any synthesis.
+#[test]
+fn mutated_vanilla_proofs_never_panic() {
+    use rand::{Rng, SeedableRng};
+    let f = fixtures();
+    let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(12);
+    let mut refused_count = 0;
+    let rounds = 150;
+    for i in [&f.winning, &f.window, &f.snap] {
+        for round in 0..rounds {
+            let mut m = i.clone();
+            let v = &mut m.vanilla_proofs[0];
+            match round % 4 {
+                0 => {
+                    for _ in 0..rng.gen_range(1..4) {
+                        let at = rng.gen_range(0..v.len());
+                        v[at] ^= 1 << rng.gen_range(0..8);
+                    }
+                }
+                1 => v.truncate(rng.gen_range(0..v.len())),
+                2 => {
+                    let at = rng.gen_range(0..v.len());
+                    let extra: Vec<u8> = (0..rng.gen_range(1..40)).map(|_| rng.gen()).collect();
+                    v.splice(at..at, extra);
+                }
+                _ => {
+                    // A bincode length prefix (u64 LE) somewhere made huge or small.
+                    let at = rng.gen_range(0..v.len().saturating_sub(8));
+                    let n: u64 = if rng.gen() { rng.gen_range(0..70) } else { u64::MAX >> rng.gen_range(0..40) };
+                    v[at..at + 8].copy_from_slice(&n.to_le_bytes());
+                }
+            }
+            if m.vanilla_proofs == i.vanilla_proofs {
+                refused_count += 1; // two flips of one bit: nothing changed
+                continue;
+            }
+            let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                if m.kind == "snap" {
+                    snap_job(&m).map(|_| ())
+                } else {
+                    post_job(&m).map(|_| ())
+                }
+            }));
+            match outcome {
+                Err(_) => panic!("{} mutation {round} panicked", i.kind),
+                Ok(Err(e)) => {
+                    assert!(matches!(e, ProofError::BadInput(_)), "{e}");
+                    refused_count += 1;
+                }
+                Ok(Ok(())) => eprintln!("{} mutation {round} was accepted", i.kind),
+            }
+        }
+    }
+    assert_eq!(refused_count, 3 * rounds, "changed vanilla proofs accepted (see stderr)");
+}
