@@ -248,16 +248,23 @@ struct Sched {
     failed: u64,
     cancelled: u64,
     worker_jobs: Vec<Option<String>>,
+    /// The device of each worker slot.
+    worker_device: Vec<usize>,
+    /// Worker slots retired by a reload: each leaves once its job (if any) has ended.
+    worker_retired: Vec<bool>,
+    /// Synthesis threads wanted (a reload changes it); thread i leaves when i >= this.
+    synth_target: usize,
+    /// Which synthesis thread indices run.
+    synth_alive: Vec<bool>,
     live_threads: usize,
 }
 
 struct Inner {
-    config: EngineConfig,
+    /// The configuration in force (live reload replaces it, see [`Engine::reconfigure`]).
+    config: Mutex<EngineConfig>,
     runner: Arc<dyn ProofRunner>,
     devices: Vec<Device>,
     device_locks: Vec<Mutex<()>>,
-    /// The device of each worker.
-    worker_device: Vec<usize>,
     spool: Spool,
     srs: Residency<Srs>,
     sched: Mutex<Sched>,
@@ -402,8 +409,8 @@ impl Engine {
             return Err(EngineError::Config("every device has 0 workers; give at least one".into()));
         }
         let workers = worker_device.len();
+        let synth = config.synthesis_workers;
         let inner = Arc::new(Inner {
-            worker_device,
             srs: Residency::new(config.srs_cache_limit_bytes),
             device_locks: devices.iter().map(|_| Mutex::new(())).collect(),
             devices,
@@ -411,6 +418,9 @@ impl Engine {
             spool,
             sched: Mutex::new(Sched {
                 worker_jobs: vec![None; workers],
+                worker_device,
+                worker_retired: vec![false; workers],
+                synth_target: synth,
                 paused: config.start_paused,
                 ..Sched::default()
             }),
@@ -419,7 +429,7 @@ impl Engine {
             started: Instant::now(),
             state_lock: Mutex::new(Some(lock_file)),
             id_counter: AtomicU64::new(0),
-            config,
+            config: Mutex::new(config),
         });
         let engine = Engine { inner };
         let exhausted = engine.restore(recovered);
@@ -431,7 +441,7 @@ impl Engine {
                 Some(format!(
                     "the job was interrupted {attempts} times while it ran (the daemon crashed or \
                      was killed mid-proof); giving up after max_attempts = {}",
-                    engine.inner.config.max_attempts
+                    engine.cfg().max_attempts
                 )),
             );
         }
@@ -442,7 +452,7 @@ impl Engine {
     /// Puts recovered records back; returns jobs that ran out of attempts.
     fn restore(&self, rec: crate::spool::Recovered) -> Vec<(String, u32)> {
         let now = now_unix_ms();
-        let ttl = millis(self.inner.config.result_ttl);
+        let ttl = millis(self.cfg().result_ttl);
         let mut s = lock(&self.inner.sched);
         for r in rec.results {
             let expires = r.finished_unix_ms.saturating_add(ttl);
@@ -471,7 +481,7 @@ impl Engine {
             s.spool_bytes = s.spool_bytes.saturating_add(sj.payload_bytes);
             job.attempts = attempts;
             job.spooled = true;
-            if attempts >= self.inner.config.max_attempts {
+            if attempts >= self.cfg().max_attempts {
                 exhausted.push((id.clone(), attempts));
             } else {
                 if attempts > 0 {
@@ -485,28 +495,14 @@ impl Engine {
     }
 
     fn spawn_threads(&self, workers: usize) {
-        let n = self.inner.config.synthesis_workers;
-        lock(&self.inner.sched).live_threads = n + workers + 1;
+        let n = self.cfg().synthesis_workers;
         for i in 0..n {
-            let e = self.clone();
-            std::thread::Builder::new()
-                .name(format!("cuzk-synth-{i}"))
-                .spawn(move || {
-                    e.keep_running("synthesis", || e.synthesis_loop());
-                    e.thread_exit();
-                })
-                .ok();
+            self.spawn_synthesis(i);
         }
         for w in 0..workers {
-            let e = self.clone();
-            std::thread::Builder::new()
-                .name(format!("cuzk-worker-{w}"))
-                .spawn(move || {
-                    e.keep_running("worker", || e.worker_loop(w));
-                    e.thread_exit();
-                })
-                .ok();
+            self.spawn_worker(w);
         }
+        lock(&self.inner.sched).live_threads += 1;
         let e = self.clone();
         std::thread::Builder::new()
             .name("cuzk-housekeeping".into())
@@ -515,6 +511,129 @@ impl Engine {
                 e.thread_exit();
             })
             .ok();
+    }
+
+    fn spawn_synthesis(&self, i: usize) {
+        {
+            let mut s = lock(&self.inner.sched);
+            if s.synth_alive.len() <= i {
+                s.synth_alive.resize(i + 1, false);
+            }
+            s.synth_alive[i] = true;
+            s.live_threads += 1;
+        }
+        let e = self.clone();
+        std::thread::Builder::new()
+            .name(format!("cuzk-synth-{i}"))
+            .spawn(move || {
+                e.keep_running("synthesis", || e.synthesis_loop(i));
+                e.thread_exit();
+            })
+            .ok();
+    }
+
+    fn spawn_worker(&self, w: usize) {
+        lock(&self.inner.sched).live_threads += 1;
+        let e = self.clone();
+        std::thread::Builder::new()
+            .name(format!("cuzk-worker-{w}"))
+            .spawn(move || {
+                e.keep_running("worker", || e.worker_loop(w));
+                e.thread_exit();
+            })
+            .ok();
+    }
+
+    /// The configuration in force.
+    fn cfg(&self) -> EngineConfig {
+        self.inner.config.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Applies a new configuration to the running engine (live reload): budgets and limits,
+    /// result TTLs, attempts, the parameter cache limit, synthesis threads and each device's
+    /// proving workers. Nothing queued or running is lost: a retired synthesis thread or
+    /// worker leaves after its current job; a lower memory budget holds back new synthesis
+    /// until jobs in flight have returned their memory. `device_workers[d]` is device d's
+    /// own worker count (`None`: `gpu_workers_per_device`). The state directory cannot
+    /// change (a restart moves it). Returns what changed, one line per setting.
+    pub fn reconfigure(&self, new: EngineConfig, device_workers: &[Option<usize>]) -> Result<Vec<String>, EngineError> {
+        let old = self.cfg();
+        if new.state_dir != old.state_dir {
+            return Err(EngineError::Config(format!(
+                "state_dir cannot change while the engine runs ({} -> {}); restart to move it",
+                old.state_dir.display(),
+                new.state_dir.display()
+            )));
+        }
+        if device_workers.len() != self.inner.devices.len() {
+            return Err(EngineError::Config(format!(
+                "{} device worker counts for {} devices (the device list changes only with a restart)",
+                device_workers.len(),
+                self.inner.devices.len()
+            )));
+        }
+        if new.gpu_workers_per_device == 0 || new.synthesis_workers == 0 || new.host_memory_budget_bytes == 0 || new.max_attempts == 0 {
+            return Err(EngineError::Config(
+                "gpu_workers_per_device, synthesis_workers, host_memory_budget_bytes and max_attempts must be at least 1".into(),
+            ));
+        }
+        let targets: Vec<usize> = device_workers.iter().map(|w| w.unwrap_or(new.gpu_workers_per_device)).collect();
+        if targets.iter().all(|&t| t == 0) {
+            return Err(EngineError::Config("every device would have 0 workers; give at least one".into()));
+        }
+        let mut changes = Vec::new();
+        let mut note = |what: &str, a: String, b: String| {
+            if a != b {
+                changes.push(format!("{what}: {a} -> {b}"));
+            }
+        };
+        note("host_memory_budget_bytes", old.host_memory_budget_bytes.to_string(), new.host_memory_budget_bytes.to_string());
+        note("synthesis_workers", old.synthesis_workers.to_string(), new.synthesis_workers.to_string());
+        note("max_queued_jobs", old.max_queued_jobs.to_string(), new.max_queued_jobs.to_string());
+        note("max_spool_bytes", old.max_spool_bytes.to_string(), new.max_spool_bytes.to_string());
+        note("srs_cache_limit_bytes", old.srs_cache_limit_bytes.to_string(), new.srs_cache_limit_bytes.to_string());
+        note("result_ttl", format!("{:?}", old.result_ttl), format!("{:?}", new.result_ttl));
+        note("fetched_result_ttl", format!("{:?}", old.fetched_result_ttl), format!("{:?}", new.fetched_result_ttl));
+        note("max_attempts", old.max_attempts.to_string(), new.max_attempts.to_string());
+        self.inner.srs.set_limit(new.srs_cache_limit_bytes);
+        let synth = new.synthesis_workers;
+        *self.inner.config.lock().unwrap_or_else(|p| p.into_inner()) = EngineConfig { start_paused: old.start_paused, ..new };
+        // Synthesis threads: indices below the target run; missing ones start.
+        let missing: Vec<usize> = {
+            let mut s = lock(&self.inner.sched);
+            s.synth_target = synth;
+            (0..synth).filter(|&i| !s.synth_alive.get(i).copied().unwrap_or(false)).collect()
+        };
+        for i in missing {
+            self.spawn_synthesis(i);
+        }
+        // Workers, device by device: retire the newest slots above the target, add slots
+        // below it.
+        let mut start = Vec::new();
+        {
+            let mut s = lock(&self.inner.sched);
+            for (d, &target) in targets.iter().enumerate() {
+                let live: Vec<usize> =
+                    (0..s.worker_device.len()).filter(|&w| s.worker_device[w] == d && !s.worker_retired[w]).collect();
+                if live.len() != target {
+                    changes.push(format!("workers on {}: {} -> {target}", self.inner.devices[d].name, live.len()));
+                }
+                for &w in live.iter().skip(target) {
+                    s.worker_retired[w] = true;
+                }
+                for _ in live.len()..target {
+                    s.worker_device.push(d);
+                    s.worker_retired.push(false);
+                    s.worker_jobs.push(None);
+                    start.push(s.worker_device.len() - 1);
+                }
+            }
+        }
+        for w in start {
+            self.spawn_worker(w);
+        }
+        self.inner.wake.notify_all();
+        Ok(changes)
     }
 
     /// Runs a thread's loop again if engine code itself panics (runner stages are contained
@@ -624,7 +743,7 @@ impl Engine {
             if s.draining || s.stopping {
                 return Err(EngineError::Draining);
             }
-            let c = &self.inner.config;
+            let c = self.cfg();
             if s.queued.len() >= c.max_queued_jobs {
                 return Err(EngineError::ResourceExhausted {
                     limit: "max_queued_jobs",
@@ -760,7 +879,7 @@ impl Engine {
     }
 
     fn mark_fetched(&self, id: &str) {
-        let until = now_unix_ms().saturating_add(millis(self.inner.config.fetched_result_ttl));
+        let until = now_unix_ms().saturating_add(millis(self.cfg().fetched_result_ttl));
         let mut s = lock(&self.inner.sched);
         if let Some(j) = s.jobs.get_mut(id) {
             j.expires_unix_ms = j.expires_unix_ms.min(until);
@@ -852,7 +971,7 @@ impl Engine {
             };
             j.expires_unix_ms = result
                 .finished_unix_ms
-                .saturating_add(millis(self.inner.config.result_ttl));
+                .saturating_add(millis(self.cfg().result_ttl));
             s.spool_bytes = s.spool_bytes.saturating_sub(payload);
             s.queued.remove(&key);
             s.synthesized.remove(&key);
@@ -883,7 +1002,7 @@ impl Engine {
         self.emit(id, kind, result.status.state());
     }
 
-    fn synthesis_loop(&self) {
+    fn synthesis_loop(&self, index: usize) {
         let inner = &*self.inner;
         loop {
             enum Next {
@@ -892,13 +1011,17 @@ impl Engine {
                 Synthesize(String),
             }
             let next = {
+                let config = self.cfg();
                 let mut s = lock(&inner.sched);
                 loop {
-                    if s.stopping {
+                    if s.stopping || index >= s.synth_target {
+                        // Under the lock, so that a reload that raises the target again
+                        // starts this index anew rather than counting on this thread.
+                        s.synth_alive[index] = false;
                         return;
                     }
                     if let Some(n) = (!s.paused && !s.draining)
-                        .then(|| pick_for_synthesis(&mut s, &inner.config))
+                        .then(|| pick_for_synthesis(&mut s, &config))
                         .flatten()
                     {
                         break n;
@@ -1058,12 +1181,12 @@ impl Engine {
 
     fn worker_loop(&self, worker: usize) {
         let inner = &*self.inner;
-        let device = inner.worker_device[worker];
+        let device = lock(&inner.sched).worker_device[worker];
         loop {
             let (id, kind, work, plan, cancel) = {
                 let mut s = lock(&inner.sched);
                 let id = loop {
-                    if s.stopping {
+                    if s.stopping || s.worker_retired[worker] {
                         return;
                     }
                     // A drain finishes what has started, paused or not.
@@ -1164,7 +1287,8 @@ impl Engine {
 
     fn housekeeping_loop(&self) {
         let inner = &*self.inner;
-        let period = (inner.config.result_ttl.min(inner.config.fetched_result_ttl) / 4)
+        let c = self.cfg();
+        let period = (c.result_ttl.min(c.fetched_result_ttl) / 4)
             .clamp(Duration::from_millis(20), Duration::from_secs(5));
         let mut s = lock(&inner.sched);
         loop {
@@ -1380,7 +1504,7 @@ impl Engine {
             cancelled: s.cancelled,
             uptime: inner.started.elapsed(),
             memory: MemoryStatus {
-                budget_bytes: inner.config.host_memory_budget_bytes,
+                budget_bytes: self.cfg().host_memory_budget_bytes,
                 in_use_bytes: s.mem_in_use,
                 high_water_bytes: s.mem_high_water,
             },
@@ -1389,8 +1513,9 @@ impl Engine {
                 .worker_jobs
                 .iter()
                 .enumerate()
+                .filter(|(w, id)| !s.worker_retired[*w] || id.is_some())
                 .map(|(w, id)| WorkerStatus {
-                    device: inner.devices[inner.worker_device[w]].name.clone(),
+                    device: inner.devices[s.worker_device[w]].name.clone(),
                     job_id: id.clone(),
                     kind: id.as_ref().and_then(|id| s.jobs.get(id)).map(|j| j.kind),
                 })
@@ -1408,7 +1533,7 @@ impl Engine {
                         .worker_jobs
                         .iter()
                         .enumerate()
-                        .filter(|(w, _)| inner.worker_device[*w] == i)
+                        .filter(|(w, _)| s.worker_device[*w] == i)
                         .filter_map(|(_, id)| id.as_ref())
                         .filter_map(|id| s.jobs.get(id).map(|j| (id.clone(), j.kind)))
                         .collect(),

@@ -37,7 +37,7 @@ pub struct Residency<T> {
     /// Serializes loads, so two jobs needing the same parameters load them once.
     load_lock: Mutex<()>,
     /// 0: no limit.
-    limit_bytes: u64,
+    limit_bytes: std::sync::atomic::AtomicU64,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -49,8 +49,18 @@ impl<T> Residency<T> {
         Residency {
             entries: Mutex::new(HashMap::new()),
             load_lock: Mutex::new(()),
-            limit_bytes,
+            limit_bytes: limit_bytes.into(),
         }
+    }
+
+    fn limit(&self) -> u64 {
+        self.limit_bytes.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// A new limit (live reload); idle entries above it are evicted now.
+    pub fn set_limit(&self, limit_bytes: u64) {
+        self.limit_bytes.store(limit_bytes, std::sync::atomic::Ordering::Relaxed);
+        Self::evict_idle(&mut lock(&self.entries), limit_bytes, 0);
     }
 
     /// The resident value of `key`, loading it with `load` (which returns the value and its
@@ -84,7 +94,7 @@ impl<T> Residency<T> {
                 load_time,
             },
         );
-        Self::evict_idle(&mut entries, self.limit_bytes, 0);
+        Self::evict_idle(&mut entries, self.limit(), 0);
         Ok((value, Some(load_time)))
     }
 
@@ -101,7 +111,7 @@ impl<T> Residency<T> {
 
     fn make_room(&self, incoming: u64) {
         let mut entries = lock(&self.entries);
-        Self::evict_idle(&mut entries, self.limit_bytes, incoming);
+        Self::evict_idle(&mut entries, self.limit(), incoming);
     }
 
     /// Drops idle, unreferenced entries, least recently used first, until the total plus

@@ -613,3 +613,58 @@ async fn per_device_worker_counts_and_memory_in_status() {
         .expect("no workers at all is refused");
     assert!(err.to_string().contains("0 workers"), "{err}");
 }
+
+/// Live reload: more workers and synthesis threads and a higher queue limit take effect at
+/// once, with jobs queued and running; fewer workers retire only once their jobs end;
+/// nothing is lost either way; a moved state directory is refused.
+#[tokio::test(flavor = "multi_thread")]
+async fn reconfigure_changes_workers_and_limits_live_and_loses_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = config(dir.path());
+    c.max_queued_jobs = 3;
+    c.start_paused = true;
+    let (e, _) = start(c.clone());
+    let slow = Script { prove_ms: 300, ..Script::default() };
+    for i in 0..3 {
+        e.submit(porep(&format!("a{i}"), &slow)).unwrap();
+    }
+    assert!(matches!(e.submit(porep("over", &slow)), Err(EngineError::ResourceExhausted { .. })));
+    let mut more = c.clone();
+    more.max_queued_jobs = 10;
+    more.synthesis_workers = 2;
+    more.gpu_workers_per_device = 3;
+    let changes = e.reconfigure(more.clone(), &[None]).unwrap();
+    for want in ["max_queued_jobs: 3 -> 10", "synthesis_workers: 1 -> 2", "workers on cpu: 1 -> 3"] {
+        assert!(changes.iter().any(|c| c == want), "{want} not in {changes:?}");
+    }
+    assert_eq!(e.status().workers.len(), 3);
+    e.resume();
+    e.submit(porep("a3", &slow)).unwrap();
+    for i in 0..6 {
+        e.submit(porep(&format!("b{i}"), &slow)).unwrap();
+    }
+    // Three proving at once on the one device now.
+    let end = Instant::now() + Duration::from_secs(10);
+    let mut most = 0;
+    while Instant::now() < end && most < 3 {
+        most = most.max(e.status().workers.iter().filter(|w| w.job_id.is_some()).count());
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(most, 3, "the added workers never proved at once");
+    // Down to one worker while jobs run: they finish, the extra workers leave.
+    let mut fewer = more.clone();
+    fewer.gpu_workers_per_device = 1;
+    let changes = e.reconfigure(fewer.clone(), &[None]).unwrap();
+    assert!(changes.iter().any(|c| c == "workers on cpu: 3 -> 1"), "{changes:?}");
+    for id in (0..4).map(|i| format!("a{i}")).chain((0..6).map(|i| format!("b{i}"))) {
+        assert_eq!(done(&e, &id).await.status, JobStatus::Completed, "{id}");
+    }
+    assert_eq!(e.status().workers.len(), 1);
+    e.submit(porep("after", &quick())).unwrap();
+    assert_eq!(done(&e, "after").await.status, JobStatus::Completed);
+    // Unchanged settings report nothing; a moved state directory is refused.
+    assert!(e.reconfigure(fewer.clone(), &[None]).unwrap().is_empty());
+    let moved = EngineConfig { state_dir: dir.path().join("elsewhere"), ..fewer };
+    let err = e.reconfigure(moved, &[None]).unwrap_err().to_string();
+    assert!(err.contains("state_dir cannot change"), "{err}");
+}
