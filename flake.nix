@@ -47,11 +47,15 @@
         default = pkgs.cuzk;
       });
 
-      # services.cuzk, with pkgs.cuzk from this flake's overlay.
-      nixosModules.default = {
-        imports = [ ./nixos-module ];
-        nixpkgs.overlays = [ self.overlays.default ];
-      };
+      # services.cuzk, with this flake's package as the default of services.cuzk.package. No
+      # overlay: a host whose pkgs is read-only (nixpkgs.pkgs set, overlays ignored) works
+      # too. overlays.default stays for those who want pkgs.cuzk.
+      nixosModules.default =
+        { lib, pkgs, ... }:
+        {
+          imports = [ ./nixos-module ];
+          services.cuzk.package = lib.mkDefault self.packages.${pkgs.stdenv.hostPlatform.system}.cuzk;
+        };
 
       checks = forAllSystems (pkgs: {
         vm-socket-activated = pkgs.testers.runNixOSTest (

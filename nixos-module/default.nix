@@ -7,6 +7,7 @@
 # else is `settings`, written as /etc/cuzk/cuzk.toml (README "Configuration").
 {
   config,
+  options,
   lib,
   pkgs,
   ...
@@ -16,7 +17,6 @@ let
   inherit (lib)
     mkOption
     mkEnableOption
-    mkPackageOption
     mkIf
     types
     literalExpression
@@ -105,7 +105,23 @@ let
     engine.host_memory_budget_bytes = cfg.hostMemoryBudget;
   };
 
-  finalSettings = lib.recursiveUpdate cfg.settings typedSettings;
+  # `settings` is a freeform submodule: its typed keys are null when unset, and TOML has no
+  # null, so they are dropped (with a table they leave empty) before the file is written.
+  dropNulls =
+    attrs:
+    lib.concatMapAttrs (
+      k: v:
+      if v == null then
+        { }
+      else if builtins.isAttrs v && !lib.isDerivation v then
+        let
+          kept = dropNulls v;
+        in
+        if kept == { } && v != { } then { } else { ${k} = kept; }
+      else
+        { ${k} = v; }
+    ) attrs;
+  finalSettings = lib.recursiveUpdate (dropNulls cfg.settings) typedSettings;
   configFile = settingsFormat.generate "cuzk.toml" finalSettings;
 
   # Keys a typed option owns: setting them in `settings` as well is a contradiction.
@@ -146,12 +162,64 @@ let
   pinnedPools = lib.max 1 (builtins.length cfg.gpus);
   underAny = dirs: p: lib.any (d: p == d || lib.hasPrefix "${d}/" p) dirs;
   backend = settingAt [ "gpus" "backend" ];
+
+  # ListenStream= takes an IPv6 address in brackets: "::" with the port appended, ":::9820",
+  # is refused by systemd, which logs it and skips the entry (the socket then listens on the
+  # unix path alone). An address given in brackets stays as it is.
+  tcpListen =
+    let
+      a = cfg.tcp.address;
+    in
+    "${if lib.hasInfix ":" a && !lib.hasPrefix "[" a then "[${a}]" else a}:${toString cfg.tcp.port}";
+
+  # SIGTERM starts the drain: the unit must wait for it, plus a margin for the daemon to
+  # leave the unfinished work in the spool and exit (cuzkd's default drain is 60 s; the
+  # shipped unit's TimeoutStopSec=90s is that plus the same margin).
+  drainTimeout = settingAt [ "daemon" "drain_timeout_secs" ];
+  timeoutStopSec = (if drainTimeout == null then 60 else drainTimeout) + 30;
+
+  # GPUs need NVIDIA's driver, which on NixOS comes from hardware.nvidia: it puts libcuda in
+  # /run/opengl-driver/lib and the nvidia and nvidia_uvm modules in the kernel's module tree.
+  # nixpkgs since 24.11 says whether it is on in hardware.nvidia.enabled (read-only: "nvidia"
+  # in services.xserver.videoDrivers, or hardware.nvidia.datacenter.enable); older ones are
+  # asked the same two questions directly. Setting hardware.nvidia.package alone does not turn
+  # the driver on. Every lookup is guarded, so this evaluates where an option is missing.
+  nvidiaDriver =
+    if options ? hardware.nvidia.enabled then
+      config.hardware.nvidia.enabled
+    else
+      lib.any (d: lib.hasPrefix "nvidia" d) (
+        lib.attrByPath [ "services" "xserver" "videoDrivers" ] [ ] config
+      )
+      || lib.attrByPath [ "hardware" "nvidia" "datacenter" "enable" ] false config;
+  wantsGpu = cfg.gpus != [ ] || backend == "gpu";
+
+  # crates/cuzk-gpu/build.rs calls nvcc with --compress-mode=size, an option nvcc has had
+  # since CUDA 12.8 (older ones stop the build with "Unknown option"). build.rs has no switch
+  # for it, so the CUDA set is checked here. nixpkgs names the version cudaMajorMinorVersion
+  # (and cudaVersion in older releases); a set that names neither is not judged.
+  minCudaVersion = "12.8";
+  cudaVersion =
+    cfg.cudaPackages.cudaMajorMinorVersion or cfg.cudaPackages.cudaVersion
+      or (cfg.cudaPackages.cuda_nvcc.version or null);
 in
 {
   options.services.cuzk = {
     enable = mkEnableOption "cuzk, the GPU Groth16 proving daemon for Filecoin (socket-activated)";
 
-    package = mkPackageOption pkgs "cuzk" { };
+    package = mkOption {
+      type = types.package;
+      # The flake's nixosModules.default sets this (mkDefault) to the flake's own
+      # packages.<system>.cuzk, so a host whose pkgs is read-only (nixpkgs.pkgs, where
+      # overlays are ignored) needs no overlay; pkgs.cuzk is used where an overlay added it.
+      default =
+        pkgs.cuzk or (throw "services.cuzk.package: pkgs has no cuzk. Import cuzk's flake module (nixosModules.default, which sets this option to the flake's packages.<system>.cuzk), apply its overlays.default, or set services.cuzk.package.");
+      defaultText = lib.literalMD "the flake's `packages.<system>.cuzk` (set by its `nixosModules.default`), else `pkgs.cuzk`";
+      description = ''
+        The cuzk package (daemon, client, units). Built again with `cudaPackages`, see
+        `finalPackage`.
+      '';
+    };
 
     cudaPackages = mkOption {
       type = types.attrs;
@@ -191,7 +259,8 @@ in
         The GPUs cuzk proves on, each with its own memory budget and worker count. Empty:
         device 0 with the defaults (or the CPU, per `settings.gpus.backend`). Setting any GPU
         loads the nvidia_uvm kernel module at boot: the unit admits the NVIDIA devices that
-        exist when it starts and cannot load modules itself.
+        exist when it starts and cannot load modules itself. GPUs need the NVIDIA driver
+        (`services.xserver.videoDrivers = [ "nvidia" ]` or `hardware.nvidia.datacenter.enable`).
       '';
     };
 
@@ -251,7 +320,10 @@ in
         type = types.str;
         default = "0.0.0.0";
         example = "10.0.0.5";
-        description = "Address to listen on.";
+        description = ''
+          Address to listen on: IPv4, or IPv6 (`"::"` for every address, both families;
+          brackets are added for the socket unit, e.g. `[fd00::5]:9820`).
+        '';
       };
       port = mkOption {
         type = types.port;
@@ -313,7 +385,40 @@ in
     };
 
     settings = mkOption {
-      type = settingsFormat.type;
+      # RFC 42: any key passes through to cuzk.toml (cuzkd refuses an unknown one by name);
+      # the keys this module reads itself are typed and documented here.
+      type = types.submodule {
+        freeformType = settingsFormat.type;
+        options = {
+          gpus.backend = mkOption {
+            type = types.nullOr (
+              types.enum [
+                "auto"
+                "gpu"
+                "cpu"
+              ]
+            );
+            default = null;
+            example = "gpu";
+            description = ''
+              `[gpus] backend`: `"gpu"` fails loudly when a listed GPU is missing, `"cpu"`
+              proves on the CPU alone, `"auto"` uses the GPUs that are usable and otherwise
+              the CPU (said in the log). `null`: the daemon's default, `"auto"`. `"gpu"`, like
+              listing `gpus`, needs the NVIDIA driver (`hardware.nvidia`).
+            '';
+          };
+          daemon.drain_timeout_secs = mkOption {
+            type = types.nullOr (types.ints.between 0 (7 * 86400));
+            default = null;
+            example = 300;
+            description = ''
+              `[daemon] drain_timeout_secs`: on stop (SIGTERM), how long running work may
+              take to finish before it is left in the spool for the next start. `null`: the
+              daemon's default, 60. The unit's `TimeoutStopSec=` follows it, 30 s longer.
+            '';
+          };
+        };
+      };
       default = { };
       example = literalExpression ''
         {
@@ -327,7 +432,7 @@ in
         "Configuration" table; an unknown key stops the daemon with its name). The typed
         options above fill their own keys: `[daemon] listen` and `state_dir`, `[srs]
         param_cache`, `[gpus] devices`, `[engine] host_memory_budget_bytes` and
-        `pinned_memory_budget_bytes`.
+        `pinned_memory_budget_bytes`. Keys left `null` are not written.
       '';
     };
   };
@@ -407,6 +512,17 @@ in
           assertion = cfg.socket.group == "cuzk" || config.users.groups ? ${cfg.socket.group};
           message = "services.cuzk.socket.group = \"${cfg.socket.group}\" is not a group of this system (users.groups).";
         }
+        {
+          # An assertion, not a warning: without the driver the GPUs cannot be used at all
+          # (/run/opengl-driver/lib has no libcuda) and nvidia_uvm, loaded at boot for
+          # listed GPUs, is not found (systemd-modules-load fails); the fix is one line.
+          assertion = wantsGpu -> nvidiaDriver;
+          message = ''services.cuzk proves on NVIDIA GPUs (services.cuzk.gpus is set or settings.gpus.backend = "gpu"), but no NVIDIA driver is configured: set services.xserver.videoDrivers = [ "nvidia" ] or hardware.nvidia.datacenter.enable = true (with hardware.nvidia.open as the GPU needs), or prove on the CPU (settings.gpus.backend = "cpu", no gpus).'';
+        }
+        {
+          assertion = cudaVersion == null || lib.versionAtLeast cudaVersion minCudaVersion;
+          message = "services.cuzk.cudaPackages is CUDA ${toString cudaVersion}, but cuzk's kernels need CUDA ${minCudaVersion} or later (nvcc --compress-mode, crates/cuzk-gpu/build.rs): pick e.g. pkgs.cudaPackages_12_8 or newer, and a driver that supports it.";
+        }
       ];
 
     environment.etc."cuzk/cuzk.toml".source = configFile;
@@ -435,22 +551,36 @@ in
           ""
           cfg.socket.path
         ]
-        ++ optional cfg.tcp.enable "${cfg.tcp.address}:${toString cfg.tcp.port}";
+        ++ optional cfg.tcp.enable tcpListen;
         SocketGroup = cfg.socket.group;
       };
     };
 
     systemd.services.cuzk = {
       restartTriggers = [ configFile ];
-      serviceConfig =
-        optionalAttrs (cfg.paramDir != defaultParamDir) {
-          # The shipped unit binds the default directory through PrivateTmp=; bind this one
-          # too, so a directory under /var/tmp stays visible ("-": skipped when missing).
-          BindReadOnlyPaths = [ "-${cfg.paramDir}" ];
-        }
-        // optionalAttrs (tcpFiles != { }) {
-          LoadCredential = lib.mapAttrsToList (_: f: "${f.credential}:${f.path}") tcpFiles;
-        };
+      serviceConfig = {
+        TimeoutStopSec = "${toString timeoutStopSec}s";
+        # The listening sockets come from cuzk.socket; the daemon itself opens unix sockets
+        # only (the system bus, journald, sd_notify). Without a TCP listener the IP families
+        # go; with one, the shipped unit's AF_INET and AF_INET6 stay. The empty entry resets
+        # the shipped unit's list (a drop-in's entries are added to it otherwise).
+        RestrictAddressFamilies = [
+          ""
+          "AF_UNIX"
+        ]
+        ++ lib.optionals cfg.tcp.enable [
+          "AF_INET"
+          "AF_INET6"
+        ];
+      }
+      // optionalAttrs (cfg.paramDir != defaultParamDir) {
+        # The shipped unit binds the default directory through PrivateTmp=; bind this one
+        # too, so a directory under /var/tmp stays visible ("-": skipped when missing).
+        BindReadOnlyPaths = [ "-${cfg.paramDir}" ];
+      }
+      // optionalAttrs (tcpFiles != { }) {
+        LoadCredential = lib.mapAttrsToList (_: f: "${f.credential}:${f.path}") tcpFiles;
+      };
     };
 
     boot.kernelModules = mkIf (cfg.gpus != [ ]) [ "nvidia_uvm" ];

@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # Nix checks that run without a Nix store or binary cache:
 #  - every .nix file of the repository parses (nix-instantiate --parse; Debian's nix-bin);
-#  - with NIXPKGS_LIB=/path/to/nixpkgs/lib (a nixpkgs or nix-community/nixpkgs.lib checkout's
-#    lib/), services.cuzk is also evaluated against stubbed NixOS options
-#    (nix-module-eval.nix): the generated cuzk.toml, the socket drop-in, the pinned CUDA set,
-#    and each contradictory setting refused by its assertion.
+#  - services.cuzk is evaluated against stubbed NixOS options (nix-module-eval.nix): the
+#    generated cuzk.toml, the socket and service drop-ins, the pinned CUDA set, the flake's
+#    module on a pkgs without cuzk, and each contradictory setting refused by its assertion.
+#    It needs nixpkgs' lib: NIXPKGS_LIB=/path/to/nixpkgs/lib (a nixpkgs or
+#    nix-community/nixpkgs.lib checkout's lib/), else ~/.cache/cuzk/nixpkgs.lib, else a
+#    shallow clone of nix-community/nixpkgs.lib there; without any, this check is skipped
+#    and counted as such.
 # Building the package and the flake's VM test need a real Nix with nixpkgs: nix flake check.
 set -uo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
@@ -15,7 +18,7 @@ if ! command -v nix-instantiate >/dev/null; then
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nix-bin >/dev/null
 fi
 
-passed=0 failed=0
+passed=0 failed=0 skipped=0
 while IFS= read -r f; do
   if out="$(nix-instantiate --parse "$f" 2>&1 >/dev/null)"; then
     passed=$((passed + 1)); echo "ok   - parses: $f"
@@ -24,7 +27,23 @@ while IFS= read -r f; do
   fi
 done < <(git ls-files --cached --others --exclude-standard -- '*.nix')
 
-if [ -n "${NIXPKGS_LIB:-}" ]; then
+if [ -z "${NIXPKGS_LIB:-}" ]; then
+  cache="${HOME:-/root}/.cache/cuzk/nixpkgs.lib"
+  if [ ! -f "$cache/lib/default.nix" ] && command -v git >/dev/null; then
+    # Into a temporary name first: an interrupted clone is not taken for a checkout later.
+    mkdir -p "$(dirname "$cache")" && rm -rf "$cache.part" &&
+      timeout 60 env GIT_TERMINAL_PROMPT=0 git clone -q --depth 1 \
+        https://github.com/nix-community/nixpkgs.lib "$cache.part" >/dev/null 2>&1 &&
+      rm -rf "$cache" && mv "$cache.part" "$cache"
+    rm -rf "$cache.part"
+  fi
+  [ -f "$cache/lib/default.nix" ] && NIXPKGS_LIB="$cache/lib"
+fi
+
+if [ -z "${NIXPKGS_LIB:-}" ]; then
+  skipped=$((skipped + 1))
+  echo "SKIPPED - module evaluation: no nixpkgs lib (set NIXPKGS_LIB or allow git clone of nix-community/nixpkgs.lib)"
+else
   if json="$(nix-instantiate --eval --strict --json "$HERE/nix-module-eval.nix" \
       --arg lib "import $NIXPKGS_LIB" 2>&1)"; then
     python3 - "$json" <<'PY' && passed=$((passed + 1)) || failed=$((failed + 1))
@@ -42,6 +61,9 @@ check(m["config"] == {"daemon": {"listen": "unix:///run/cuzk/cuzk.sock", "state_
                       "srs": {"param_cache": "/var/tmp/filecoin-proof-parameters"}}, f"minimal config: {m['config']}")
 check(m["socket"]["socketConfig"]["ListenStream"] == ["", "/run/cuzk/cuzk.sock"], "socket drop-in resets ListenStream")
 check(m["kernelModules"] == [] and m["firewall"] == [], "no GPU, no TCP: no module, no port")
+m_sc = m["service"]["serviceConfig"]
+check(m_sc["TimeoutStopSec"] == "90s", f"default drain (60 s) + 30 s: {m_sc}")
+check(m_sc["RestrictAddressFamilies"] == ["", "AF_UNIX"], f"no TCP listener: AF_UNIX alone: {m_sc}")
 t = d["twoGpus"]
 check(t["failed"] == [], f"two-GPU host has no failed assertion: {t['failed']}")
 check(t["package"].endswith("cuda-12.8"), "cudaPackages overrides the package")
@@ -52,6 +74,8 @@ check(t["config"]["engine"] == {"host_memory_budget_bytes": 384 * gib}
       and t["config"]["gpus"]["pinned_memory_budget_bytes"] == 64 * gib, "budgets")
 check(t["socket"]["socketConfig"]["ListenStream"][-1] == "10.0.0.5:9820" and t["firewall"] == [9820], "TCP listener and firewall")
 check(t["service"]["serviceConfig"]["BindReadOnlyPaths"] == ["-/data/filecoin-proof-parameters"], "paramDir bound")
+check(t["service"]["serviceConfig"]["RestrictAddressFamilies"] == ["", "AF_UNIX", "AF_INET", "AF_INET6"],
+      f"TCP listener: AF_INET and AF_INET6 kept: {t['service']['serviceConfig']}")
 check(t["kernelModules"] == ["nvidia_uvm"], "nvidia_uvm loaded at boot")
 cred = "/run/credentials/cuzk.service/"
 check(t["config"]["daemon"]["tcp"] == {"token_file": cred + "tcp-token", "tls_cert": cred + "tcp-tls-cert",
@@ -64,19 +88,57 @@ o = d["openTcp"]["failed"]
 check(len(o) == 1 and "tcp.enable without client authentication" in o[0], f"TCP without authentication refused: {o}")
 i = d["insecureTcp"]
 check(i["failed"] == [] and i["config"]["daemon"]["tcp"] == {"insecure": True}, f"insecure TCP: {i}")
-check(d["plainOrdinals"]["config"]["gpus"]["devices"] == [0, 1], "GPUs without budgets stay plain ordinals")
+p = d["plainOrdinals"]
+check(p["failed"] == [] and p["config"]["gpus"]["devices"] == [0, 1],
+      f"GPUs without budgets stay plain ordinals (datacenter driver): {p['failed']} {p['config']}")
+# IPv6 listeners in brackets, IPv4 and bracketed ones as given; the port opened either way.
+listeners = {l["address"]: l for l in d["listeners"]}
+for address, listen in [("::", "[::]:9820"), ("fd00::5", "[fd00::5]:9820"), ("[fd00::5]", "[fd00::5]:9820"),
+                        ("0.0.0.0", "0.0.0.0:9820")]:
+    l = listeners[address]
+    check(l["listen"] == listen and l["firewall"] == [9820] and l["failed"] == [],
+          f"tcp.address {address!r} listens on {listen!r}: {l}")
+# TimeoutStopSec follows the drain timeout.
+ld = d["longDrain"]
+check(ld["failed"] == [] and ld["config"]["daemon"]["drain_timeout_secs"] == 300
+      and ld["service"]["serviceConfig"]["TimeoutStopSec"] == "330s", f"300 s drain: TimeoutStopSec=330s: {ld}")
+# settings is freeform: unknown keys pass through, typed keys left null are not written.
+ff = d["freeform"]
+check(ff["failed"] == [] and ff["config"] == {
+    "daemon": {"listen": "unix:///run/cuzk/cuzk.sock", "state_dir": "/var/lib/cuzk"},
+    "engine": {"synthesis_workers": 8}, "gpus": {"gpu_workers_per_device": 2}, "log": {"level": "debug"},
+    "srs": {"param_cache": "/var/tmp/filecoin-proof-parameters"}}, f"freeform settings pass through: {ff['config']}")
+check(d["badBackendRefused"] is True, "settings.gpus.backend = \"tpu\" is a type error")
+# The NVIDIA driver, in both nixpkgs shapes and without its options.
+nodriver = "no NVIDIA driver is configured"
+g = d["gpuBackendNoDriver"]["failed"]
+check(len(g) == 1 and nodriver in g[0], f"backend gpu without a driver refused: {g}")
+check(d["olderNixpkgsDriver"]["failed"] == [], f"older nixpkgs, videoDrivers nvidia: {d['olderNixpkgsDriver']['failed']}")
+for k in ["olderNixpkgsNoDriver", "noDriverOptions"]:
+    f = d[k]["failed"]
+    check(len(f) == 1 and nodriver in f[0], f"{k}: GPUs without a driver refused: {f}")
+# The flake's module on a pkgs without cuzk (no overlay): the flake's package with the host's
+# CUDA; an explicit package wins; the bare module takes an explicit one; neither stops.
+check(d["flakeModule"]["failed"] == [] and d["flakeModule"]["package"] == "/nix/store/fake-cuzk-flake-cuda-default",
+      f"flake module: its own package: {d['flakeModule']['package']}")
+check(d["flakeModuleExplicit"]["package"] == "/nix/store/fake-cuzk-explicit-cuda-default", "flake module: explicit package wins")
+check(d["explicitPackage"]["failed"] == [] and d["explicitPackage"]["package"] == "/nix/store/fake-cuzk-explicit-cuda-12.8",
+      f"pkgs without cuzk, package given: {d['explicitPackage']['package']}")
+check(d["missingPackageRefused"] is True, "no package anywhere: evaluation stops")
 failed = d["contradictions"]["failed"]
 for needle in ["settings.srs.param_cache", "settings.gpus.devices", "more than once", '"cpu"',
                "exceeds services.cuzk.hostMemoryBudget", "state_dir cannot be moved", "hidden from the service",
                "tcp.enable is false", "nosuchgroup", "settings.daemon.tcp is set", "insecure = true contradicts",
-               "clientCaFile needs", "clientCaFile must be an absolute path", "in the Nix store"]:
+               "clientCaFile needs", "clientCaFile must be an absolute path", "in the Nix store",
+               nodriver, "is CUDA 12.4, but cuzk's kernels need CUDA 12.8 or later"]:
     check(any(needle in f for f in failed), f"an assertion names {needle!r}: {failed}")
-check(len(failed) == 14, f"exactly the 14 contradictions fail: {failed}")
-print("ok   - module: generated config, socket drop-in, CUDA override, TCP credentials, 14 contradictions refused")
+check(len(failed) == 16, f"exactly the 16 contradictions fail: {failed}")
+print("ok   - module: generated config, socket and service drop-ins, IPv6 listeners, drain timeout, freeform settings, "
+      "NVIDIA driver, CUDA override and minimum, flake package, TCP credentials, 16 contradictions refused")
 PY
   else
     failed=$((failed + 1)); echo "FAIL - module evaluation"; echo "$json" | tail -20 | sed 's/^/       | /'
   fi
 fi
-echo "$passed passed, $failed failed"
+echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" = 0 ]
