@@ -123,6 +123,18 @@ let
     ) attrs;
   finalSettings = lib.recursiveUpdate (dropNulls cfg.settings) typedSettings;
   configFile = settingsFormat.generate "cuzk.toml" finalSettings;
+  # What cuzkd puts in force only at start (README "Live reload"): a change here restarts the
+  # service on switch; any other change of the file reloads it, without dropping a job.
+  withoutKeys = keys: a: if builtins.isAttrs a then removeAttrs a keys else a;
+  restartOnlySettings = {
+    daemon = withoutKeys [ "drain_timeout_secs" ] (finalSettings.daemon or { });
+    srs = withoutKeys [ "cache_limit_bytes" ] (finalSettings.srs or { });
+    gpus = (withoutKeys [ "gpu_workers_per_device" "devices" ] (finalSettings.gpus or { })) // {
+      devices = map (withoutKeys [ "workers" ]) ((finalSettings.gpus or { }).devices or [ ]);
+    };
+    dbus = finalSettings.dbus or { };
+    log = withoutKeys [ "level" ] (finalSettings.log or { });
+  };
 
   # Keys a typed option owns: setting them in `settings` as well is a contradiction.
   ownedKeys = [
@@ -557,9 +569,15 @@ in
     };
 
     systemd.services.cuzk = {
-      restartTriggers = [ configFile ];
+      restartTriggers = [ (builtins.toJSON restartOnlySettings) ];
+      reloadTriggers = [ configFile ];
       serviceConfig = {
         TimeoutStopSec = "${toString timeoutStopSec}s";
+        # NixOS's systemd has Type=notify-reload (253+): systemd sends SIGHUP itself and waits
+        # for cuzkd's RELOADING=1 ... READY=1; the shipped unit's ExecReload= (/bin/kill, for
+        # older systemd) is reset.
+        Type = "notify-reload";
+        ExecReload = [ "" ];
         # The listening sockets come from cuzk.socket; the daemon itself opens unix sockets
         # only (the system bus, journald, sd_notify). Without a TCP listener the IP families
         # go; with one, the shipped unit's AF_INET and AF_INET6 stay. The empty entry resets

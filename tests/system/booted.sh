@@ -222,6 +222,25 @@ kill_and_finish() {
 }
 check "kill -9 mid-proof: systemd restarts cuzkd and the spooled job completes" kill_and_finish
 
+# --- live reload ----------------------------------------------------------------------------
+reload_live() {
+  local pid; pid="$(main_pid)"
+  printf '[gpus]\nbackend = "cpu"\ngpu_workers_per_device = 2\n[engine]\nhost_memory_budget_bytes = 3221225472\n[daemon]\nmax_message_bytes = 8388608\n' \
+    | in_ct sh -c 'cat > /etc/cuzk/cuzk.toml'
+  in_ct systemctl reload cuzk.service || return 1
+  wait_for 20 reload_logged || { in_ct journalctl -u cuzk.service --no-pager -o cat | tail -5; return 1; }
+  in_ct journalctl -u cuzk.service --no-pager -o cat | grep 'SIGHUP: reloaded' | tail -1
+  local line; line="$(in_ct journalctl -u cuzk.service --no-pager -o cat | grep 'SIGHUP: reloaded' | tail -1)"
+  grep -q 'workers on cpu: 1 -> 2' <<<"$line" || return 1
+  grep -q 'host_memory_budget_bytes: [0-9]* -> 3221225472' <<<"$line" || return 1
+  grep -q 'needs a restart to change: daemon.max_message_bytes' <<<"$line" || return 1
+  # the same process, still active and answering, with the new budget in force
+  [ "$(main_pid)" = "$pid" ] && [ "$(in_ct systemctl is-active cuzk.service)" = active ] || return 1
+  expect_output '^cuzk_host_memory_budget_bytes 3221225472' in_ct cuzk-bench metrics -a "$ADDR"
+}
+reload_logged() { in_ct journalctl -u cuzk.service --no-pager -o cat | grep -q 'SIGHUP: reloaded'; }
+check "systemctl reload: live keys applied in the same process, restart-only keys named" reload_live
+
 # cuzkd's own records (_SYSTEMD_UNIT=): systemd's records about the unit carry a JOB_ID of
 # their own (systemd's job number), which must not satisfy this check.
 journal_fields() {

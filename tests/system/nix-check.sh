@@ -62,6 +62,10 @@ check(m["config"] == {"daemon": {"listen": "unix:///run/cuzk/cuzk.sock", "state_
 check(m["socket"]["socketConfig"]["ListenStream"] == ["", "/run/cuzk/cuzk.sock"], "socket drop-in resets ListenStream")
 check(m["kernelModules"] == [] and m["firewall"] == [], "no GPU, no TCP: no module, no port")
 m_sc = m["service"]["serviceConfig"]
+check(m_sc["Type"] == "notify-reload" and m_sc["ExecReload"] == [""], f"reload by Type=notify-reload: {m_sc}")
+check(len(m["service"]["reloadTriggers"]) == 1 and len(m["service"]["restartTriggers"]) == 1, "a config change reloads; restart-only keys restart")
+rt = json.loads(m["service"]["restartTriggers"][0])
+check("level" not in rt["log"] and "drain_timeout_secs" not in rt["daemon"] and rt["daemon"]["listen"] == "unix:///run/cuzk/cuzk.sock", f"restart-only settings: {rt}")
 check(m_sc["TimeoutStopSec"] == "90s", f"default drain (60 s) + 30 s: {m_sc}")
 check(m_sc["RestrictAddressFamilies"] == ["", "AF_UNIX"], f"no TCP listener: AF_UNIX alone: {m_sc}")
 t = d["twoGpus"]

@@ -4,6 +4,7 @@
 
 mod client;
 mod gpu_bench;
+mod kinds_bench;
 mod shape_bench;
 
 use std::path::{Path, PathBuf};
@@ -20,10 +21,16 @@ use cuzk_groth16::{Backend, CpuBackend, Srs};
 #[derive(Parser)]
 #[command(name = "cuzk-bench", version, about = "cuzk's command-line prover and benchmark")]
 struct Cli {
+    // How to reach cuzkd (single, batch, status, cancel, preload, metrics): global, so
+    // before or after the subcommand.
+    #[command(flatten)]
+    daemon: DaemonArgs,
     #[command(subcommand)]
     cmd: Cmd,
 }
 
+/// The backend to prove with. `auto` takes the GPU when one is usable and says why not
+/// otherwise; `gpu` insists and fails with the reason.
 #[derive(Clone, Copy, Debug, ValueEnum)]
 enum BackendKind {
     Cpu,
@@ -71,12 +78,9 @@ enum Cmd {
     /// One proof through a running cuzkd.
     Single {
         #[command(flatten)]
-        daemon: DaemonArgs,
-        #[command(flatten)]
-        kind: KindArg,
-        #[command(flatten)]
-        porep: PoRepArgs,
-        /// Request id (idempotency key) [default: a fresh one].
+        input: InputArgs,
+        /// Request id (idempotency key) [default: PoRep: a fresh one; the other kinds: the
+        /// one Curio gives the proof, e.g. winpost-<miner>-<randomness[:8] in hex>].
         #[arg(long)]
         request_id: Option<String>,
         #[arg(long)]
@@ -85,11 +89,7 @@ enum Cmd {
     /// Many proofs through a running cuzkd; prints the batch report.
     Batch {
         #[command(flatten)]
-        daemon: DaemonArgs,
-        #[command(flatten)]
-        kind: KindArg,
-        #[command(flatten)]
-        porep: PoRepArgs,
+        input: InputArgs,
         /// Number of proofs.
         #[arg(short = 'c', long, default_value_t = 1)]
         count: usize,
@@ -101,22 +101,11 @@ enum Cmd {
         out_dir: Option<PathBuf>,
     },
     /// The daemon's queues, workers and resident parameters.
-    Status {
-        #[command(flatten)]
-        daemon: DaemonArgs,
-    },
+    Status,
     /// Cancel a job (queued, or running: it stops at its next stage).
-    Cancel {
-        #[command(flatten)]
-        daemon: DaemonArgs,
-        job_id: String,
-    },
+    Cancel { job_id: String },
     /// Load a circuit's parameters into the daemon ahead of work (e.g. porep-32g).
-    Preload {
-        #[command(flatten)]
-        daemon: DaemonArgs,
-        circuit_id: String,
-    },
+    Preload { circuit_id: String },
     /// GPU micro-benchmarks and a whole 2 KiB PoRep proof against floors and sppark (a GPU machine).
     GpuBench(gpu_bench::GpuBenchArgs),
     /// Partition synthesis, the reference path against the compiled circuit, in the same
@@ -135,11 +124,17 @@ enum Cmd {
     /// The prover at a partition's shape (e.g. 32 GiB) on shape-only inputs: stage times,
     /// VRAM and host memory, ratio to the goal (a benchmark; its proofs cannot verify).
     ShapeBench(shape_bench::ShapeBenchArgs),
-    /// The daemon's Prometheus metrics.
-    Metrics {
-        #[command(flatten)]
-        daemon: DaemonArgs,
+    /// WinningPoSt, a WindowPoSt partition and SnapDeals on the 2 KiB fixtures, cuzk against
+    /// filecoin-proofs' own provers in the same run (real inputs: the proofs verify).
+    KindsBench {
+        #[arg(long, value_enum, default_value = "auto")]
+        backend: BackendKind,
+        /// Rounds of each side; the best of each is compared.
+        #[arg(long, default_value_t = 3)]
+        rounds: usize,
     },
+    /// The daemon's Prometheus metrics.
+    Metrics,
     /// cuzk's prover against filecoin-proofs' seal_commit_phase2 on the same fixture, in the
     /// same run; prints the ratio.
     BenchC2 {
@@ -153,24 +148,29 @@ enum Cmd {
     },
 }
 
-/// The backend to prove with. `auto` takes the GPU when one is usable and says why not
-/// otherwise; `gpu` insists and fails with the reason.
+/// Global: `cuzk-bench -a ADDR batch ...` and `cuzk-bench batch -a ADDR ...` alike.
 #[derive(clap::Args)]
 struct DaemonArgs {
-    /// cuzkd's address: unix:///path or host:port.
-    #[arg(short = 'a', long = "addr", default_value = "unix:///run/cuzk/cuzk.sock")]
+    /// cuzkd's address: unix:///path, host:port or http://host:port.
+    #[arg(
+        short = 'a',
+        long = "addr",
+        default_value = "unix:///run/cuzk/cuzk.sock",
+        global = true,
+        help_heading = "Daemon connection"
+    )]
     addr: String,
     /// Bearer token file, for a TCP listener that requires one ([daemon.tcp] token_file).
-    #[arg(long, env = "CUZK_TOKEN_FILE")]
+    #[arg(long, env = "CUZK_TOKEN_FILE", global = true, help_heading = "Daemon connection")]
     token_file: Option<PathBuf>,
     /// CA certificate (PEM) that signed the daemon's TLS certificate: connect with TLS.
-    #[arg(long, env = "CUZK_TLS_CA")]
+    #[arg(long, env = "CUZK_TLS_CA", global = true, help_heading = "Daemon connection")]
     tls_ca: Option<PathBuf>,
     /// Client certificate (PEM), for a daemon that requires one ([daemon.tcp] tls_client_ca).
-    #[arg(long, env = "CUZK_TLS_CERT", requires = "tls_key")]
+    #[arg(long, env = "CUZK_TLS_CERT", requires = "tls_key", global = true, help_heading = "Daemon connection")]
     tls_cert: Option<PathBuf>,
     /// The client certificate's private key (PEM).
-    #[arg(long, env = "CUZK_TLS_KEY", requires = "tls_cert")]
+    #[arg(long, env = "CUZK_TLS_KEY", requires = "tls_cert", global = true, help_heading = "Daemon connection")]
     tls_key: Option<PathBuf>,
 }
 
@@ -186,28 +186,52 @@ impl DaemonArgs {
     }
 }
 
+/// What to prove: the proof type and its input.
 #[derive(clap::Args)]
-struct KindArg {
-    /// Proof type.
-    #[arg(short = 't', long = "type", default_value = "porep")]
-    kind: String,
-}
-
-#[derive(clap::Args)]
-struct PoRepArgs {
-    /// C1 output: bare SealCommitPhase1Output JSON or a lotus-bench envelope.
+struct InputArgs {
+    /// Proof type: porep, snap, wpost or winning.
+    #[arg(short = 't', long = "type", value_name = "porep|snap|wpost|winning", default_value = "porep",
+          value_parser = client::ProofType::parse)]
+    kind: client::ProofType,
+    /// -t porep: the C1 output, bare SealCommitPhase1Output JSON or a lotus-bench envelope.
     #[arg(long)]
-    c1: PathBuf,
-    #[arg(long, default_value_t = cuzk_filecoin::fixture::FIXTURE_MINER_ID)]
-    miner_id: u64,
-    /// [default: the envelope's SectorNum]
+    c1: Option<PathBuf>,
+    /// -t snap|wpost|winning: the request's fields as JSON (gen-fixture's kinds/*.json format)
+    /// [default: $CUZK_FIXTURE_DIR/2KiB/kinds/{snap,window,winning}.json].
+    #[arg(long, value_name = "PATH")]
+    input: Option<PathBuf>,
+    /// Miner actor id [default: porep 1000; the other kinds the input's].
     #[arg(long)]
+    miner_id: Option<u64>,
+    /// Sector number [default: porep the envelope's SectorNum; snap the input's].
+    #[arg(long, alias = "sector-num")]
     sector_id: Option<u64>,
 }
 
-impl PoRepArgs {
-    fn target(&self) -> client::PoRepTarget {
-        client::PoRepTarget { c1: self.c1.clone(), miner_id: self.miner_id, sector_id: self.sector_id }
+impl InputArgs {
+    fn load(&self) -> Result<client::ProofInput> {
+        use client::ProofType;
+        match self.kind {
+            ProofType::PoRep => {
+                if self.input.is_some() {
+                    bail!("--input is for -t snap|wpost|winning; -t porep takes --c1 PATH");
+                }
+                let c1 = self.c1.as_deref().context(
+                    "-t porep needs --c1 PATH: a C1 output (bare SealCommitPhase1Output JSON or a lotus-bench envelope)",
+                )?;
+                client::ProofInput::porep(c1, self.miner_id.unwrap_or(cuzk_filecoin::fixture::FIXTURE_MINER_ID), self.sector_id)
+            }
+            kind => {
+                if self.c1.is_some() {
+                    bail!("--c1 is for -t porep; -t {kind} reads its request's fields from --input PATH (JSON)");
+                }
+                let path = match &self.input {
+                    Some(p) => p.clone(),
+                    None => kind.default_input().context("no default input for the proof type")?,
+                };
+                client::ProofInput::load(kind, &path, self.miner_id, self.sector_id)
+            }
+        }
     }
 }
 
@@ -318,6 +342,7 @@ fn fixture(dir: Option<PathBuf>, size: u64) -> Result<Fixture> {
 }
 
 fn run(cli: Cli) -> Result<()> {
+    let daemon = cli.daemon.daemon();
     match cli.cmd {
         Cmd::GenFixture { sector_size, out } => {
             let size = parse_sector_size(&sector_size)?;
@@ -379,22 +404,27 @@ fn run(cli: Cli) -> Result<()> {
                 p.bytes.len()
             );
         }
-        Cmd::Single { daemon, kind, porep, request_id, out } => {
-            client::check_kind(&kind.kind)?;
-            block_on(client::single(&daemon.daemon(), &porep.target(), request_id, out.as_deref()))?
+        Cmd::Single { input, request_id, out } => {
+            let input = input.load()?;
+            block_on(client::single(&daemon, &input, request_id, out.as_deref()))?
         }
-        Cmd::Batch { daemon, kind, porep, count, concurrency, out_dir } => {
-            let all_ok = block_on(client::batch(&daemon.daemon(), &kind.kind, &porep.target(), count, concurrency, out_dir.as_deref()))?;
+        Cmd::Batch { input, count, concurrency, out_dir } => {
+            let input = input.load()?;
+            let all_ok = block_on(client::batch(&daemon, input, count, concurrency, out_dir.as_deref()))?;
             if !all_ok {
-                bail!("some proofs failed");
+                bail!("some proofs did not complete");
             }
         }
-        Cmd::Status { daemon } => block_on(client::status(&daemon.daemon()))?,
-        Cmd::Cancel { daemon, job_id } => block_on(client::cancel(&daemon.daemon(), &job_id))?,
-        Cmd::Preload { daemon, circuit_id } => block_on(client::preload(&daemon.daemon(), &circuit_id))?,
-        Cmd::Metrics { daemon } => block_on(client::metrics(&daemon.daemon()))?,
+        Cmd::Status => block_on(client::status(&daemon))?,
+        Cmd::Cancel { job_id } => block_on(client::cancel(&daemon, &job_id))?,
+        Cmd::Preload { circuit_id } => block_on(client::preload(&daemon, &circuit_id))?,
+        Cmd::Metrics => block_on(client::metrics(&daemon))?,
         Cmd::GpuBench(args) => gpu_bench::run(&args)?,
         Cmd::ShapeBench(args) => shape_bench::run(&args)?,
+        Cmd::KindsBench { backend, rounds } => {
+            let be = select_backend(backend)?;
+            kinds_bench::run(be.as_ref(), rounds)?
+        }
         Cmd::SynthBench { c1, rounds, compiled_only } => synth_bench(c1, rounds.max(1), compiled_only)?,
         Cmd::BenchC2 {
             fixture_dir,
@@ -535,5 +565,73 @@ fn main() -> ExitCode {
             eprintln!("error: {e:#}");
             ExitCode::FAILURE
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use client::ProofType;
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_command_line_is_well_formed() {
+        Cli::command().debug_assert();
+    }
+
+    /// `-a` before the subcommand (upstream's place) as well as after it; every proof type.
+    #[test]
+    fn daemon_address_before_or_after_the_subcommand() {
+        let cli = Cli::try_parse_from(["cuzk-bench", "-a", "unix:/x", "batch", "-t", "wpost", "-c", "4", "-j", "2"])
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(cli.daemon.addr, "unix:/x");
+        let Cmd::Batch { input, count, concurrency, out_dir } = cli.cmd else { panic!("not batch") };
+        assert_eq!((input.kind, count, concurrency), (ProofType::WindowPost, 4, 2));
+        assert!(input.input.is_none() && input.c1.is_none() && out_dir.is_none());
+
+        let cli = Cli::try_parse_from(["cuzk-bench", "batch", "-a", "unix:///y.sock", "-t", "winning", "--input", "/w.json"])
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(cli.daemon.addr, "unix:///y.sock");
+        let Cmd::Batch { input, .. } = cli.cmd else { panic!("not batch") };
+        assert_eq!((input.kind, input.input.as_deref()), (ProofType::WinningPost, Some(Path::new("/w.json"))));
+
+        for (name, kind) in [("porep", ProofType::PoRep), ("snap", ProofType::Snap), ("wpost", ProofType::WindowPost), ("winning", ProofType::WinningPost)] {
+            let cli = Cli::try_parse_from(["cuzk-bench", "-a", "127.0.0.1:9820", "single", "-t", name]).unwrap_or_else(|e| panic!("{e}"));
+            let Cmd::Single { input, .. } = cli.cmd else { panic!("not single") };
+            assert_eq!(input.kind, kind);
+        }
+        let cli = Cli::try_parse_from(["cuzk-bench", "status"]).unwrap();
+        assert_eq!(cli.daemon.addr, "unix:///run/cuzk/cuzk.sock");
+        let cli = Cli::try_parse_from(["cuzk-bench", "-a", "h:1", "cancel", "job-1"]).unwrap();
+        assert!(matches!(cli.cmd, Cmd::Cancel { ref job_id } if job_id == "job-1") && cli.daemon.addr == "h:1");
+    }
+
+    #[test]
+    fn an_unknown_proof_type_is_refused_naming_the_allowed_ones() {
+        let Err(e) = Cli::try_parse_from(["cuzk-bench", "-a", "unix:/x", "batch", "-t", "bogus"]) else {
+            panic!("-t bogus was accepted");
+        };
+        assert_eq!(e.kind(), clap::error::ErrorKind::ValueValidation);
+        let msg = e.to_string();
+        assert!(msg.contains("bogus") && msg.contains("porep, snap, wpost and winning"), "{msg}");
+    }
+
+    /// --c1 and --input each belong to their kinds; a missing --c1 is named.
+    #[test]
+    fn inputs_that_do_not_fit_the_proof_type_are_refused() {
+        let load = |args: &[&str]| {
+            let mut all = vec!["cuzk-bench", "single"];
+            all.extend_from_slice(args);
+            let Cmd::Single { input, .. } = Cli::try_parse_from(all).unwrap().cmd else { panic!("not single") };
+            input.load().map(|_| ()).map_err(|e| format!("{e:#}"))
+        };
+        let e = load(&["-t", "porep"]).unwrap_err();
+        assert!(e.contains("needs --c1"), "{e}");
+        let e = load(&["-t", "porep", "--c1", "/c1.json", "--input", "/i.json"]).unwrap_err();
+        assert!(e.contains("--input is for -t snap|wpost|winning"), "{e}");
+        let e = load(&["-t", "snap", "--c1", "/c1.json"]).unwrap_err();
+        assert!(e.contains("--c1 is for -t porep"), "{e}");
+        let e = load(&["-t", "wpost", "--input", "/nonexistent/window.json"]).unwrap_err();
+        assert!(e.contains("/nonexistent/window.json") && e.contains("-t wpost"), "{e}");
     }
 }

@@ -128,3 +128,31 @@ fn shape_bench_runs_a_tiny_shape_on_the_cpu_and_refuses_unknown_shapes() {
     assert!(!o.status.success());
     assert!(stderr(&o).contains("budget \"14 potatoes\""), "{}", stderr(&o));
 }
+
+/// The client's command line before any daemon is reached: `-t` refuses an unknown kind
+/// naming the four; `-a` before the subcommand is taken, the default 2 KiB `--input` read
+/// (the run then fails only at connecting); an input of another kind is refused by name.
+#[test]
+fn batch_command_line_kinds_inputs_and_address() {
+    let o = bench(&["batch", "-t", "bogus"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(e.contains("bogus") && e.contains("porep, snap, wpost and winning"), "{e}");
+
+    let k = cuzk_filecoin::fixture::ensure_kind_fixtures(&default_fixture_dir(2048), 2048).expect("2 KiB kind fixtures");
+    let none = scratch("no-daemon").join("none.sock");
+    let addr = format!("unix://{}", none.display());
+    for kind in ["snap", "wpost", "winning"] {
+        let o = bench(&["-a", &addr, "batch", "-t", kind, "-c", "1"]);
+        assert!(!o.status.success());
+        let e = stderr(&o);
+        assert!(e.contains("is it running") && e.contains("none.sock"), "-t {kind}: {e}");
+    }
+    let winning = k.dir.join("kinds/winning.json");
+    let o = bench(&["-a", &addr, "single", "-t", "wpost", "--input", s(&winning)]);
+    assert!(!o.status.success());
+    let e = stderr(&o);
+    assert!(e.contains("winning.json") && e.contains("\"winning\" input") && e.contains("-t wpost"), "{e}");
+    let o = bench(&["-a", &addr, "batch", "-t", "porep"]);
+    assert!(!o.status.success() && stderr(&o).contains("needs --c1"), "{}", stderr(&o));
+}

@@ -1,5 +1,6 @@
 //! cuzk-bench as a client of a real cuzkd (run in-process on a unix socket, CPU backend):
 //! `batch -t porep -c 3 -j 1` prints the operators' report and all three proofs verify;
+//! `batch -t winning|wpost|snap` proves the 2 KiB kind fixtures (the default `--input`);
 //! `status`, `metrics`, `preload` and `cancel` talk to the daemon and fail clearly; `status`
 //! carries the bearer token a TCP listener wants.
 
@@ -62,11 +63,14 @@ fn batch_status_metrics_preload_cancel_against_a_running_daemon() {
     ]);
     let (stdout, stderr) = text(&o);
     assert!(o.status.success(), "{stdout}\n{stderr}");
+    assert!(
+        stdout.starts_with("=== Batch Benchmark ===\nproof type:  porep\ncount:       3\nconcurrency: 1\n\n  [1/3] COMPLETED — "),
+        "{stdout}"
+    );
     for want in [
-        "=== Batch Benchmark ===", "Proof type:   porep", "Count:        3", "Concurrency:  1",
-        "  [1/3] COMPLETED — ", "  [2/3] COMPLETED — ", "  [3/3] COMPLETED — ", "(prove=",
-        "=== Batch Summary ===", "Completed:    3", "Failed:       0", "Wall time:", "Prove time:",
-        "proofs/min",
+        "\n  [2/3] COMPLETED — ", "\n  [3/3] COMPLETED — ", "(prove=", "\n\n=== Batch Summary ===\ntotal time:    ",
+        "\ncompleted:     3\nfailed:        0\nwall time:     avg=", "\nprove time:    avg=", "\nthroughput:    ",
+        " proofs/min (",
     ] {
         assert!(stdout.contains(want), "{want:?} missing from:\n{stdout}");
     }
@@ -92,6 +96,27 @@ fn batch_status_metrics_preload_cancel_against_a_running_daemon() {
     assert!(!o.status.success() && text(&o).1.contains("unknown proof type"), "{:?}", text(&o));
     let o = bench(&["status", "-a", &format!("unix://{}", Path::new(&dir).join("none.sock").display())]);
     assert!(!o.status.success() && text(&o).1.contains("is it running"), "{:?}", text(&o));
+
+    // The other kinds from the 2 KiB kind fixtures, `-a` before the subcommand (upstream's
+    // place); each batch's request ids distinct, so every proof is proved.
+    cuzk_filecoin::fixture::ensure_kind_fixtures(&default_fixture_dir(2048), 2048).expect("2 KiB kind fixtures");
+    for (kind, count) in [("winning", 2), ("wpost", 2), ("snap", 1)] {
+        let kind_dir = dir.join(kind);
+        let o = bench(&[
+            "-a", &addr, "batch", "-t", kind, "-c", &count.to_string(), "-j", "2", "--out-dir", kind_dir.to_str().unwrap(),
+        ]);
+        let (stdout, stderr) = text(&o);
+        assert!(o.status.success(), "-t {kind}: {stdout}\n{stderr}");
+        assert!(stdout.contains(&format!("proof type:  {kind}\n")), "{stdout}");
+        assert!(stdout.contains(&format!("completed:     {count}\nfailed:        0\n")), "{stdout}");
+        for i in 0..count {
+            assert!(stdout.contains(&format!("  [{}/{count}] COMPLETED — ", i + 1)), "{stdout}");
+            let proof = std::fs::read(kind_dir.join(format!("proof-{i}.bin"))).unwrap();
+            assert!(!proof.is_empty() && proof.len() % 192 == 0, "-t {kind} proof {i}: {} bytes", proof.len());
+        }
+    }
+    let (stdout, _) = text(&bench(&["-a", &addr, "status"]));
+    assert!(stdout.contains("completed 8, failed 0"), "{stdout}");
 
     stop.send(()).unwrap();
     daemon.join().unwrap().expect("cuzkd drained and stopped cleanly");

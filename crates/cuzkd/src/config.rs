@@ -14,6 +14,9 @@ pub const DEFAULT_CONFIG: &str = "/etc/cuzk/cuzk.toml";
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct Config {
+    /// The file it was read from ([`Config::load`]); a reload reads it again.
+    #[serde(skip)]
+    pub source: Option<PathBuf>,
     pub daemon: DaemonConfig,
     pub srs: SrsConfig,
     pub gpus: GpusConfig,
@@ -332,10 +335,12 @@ impl Config {
         let shown = path.display().to_string();
         let text = match std::fs::read_to_string(path) {
             Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Config::default()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Ok(Config { source: Some(path.to_path_buf()), ..Config::default() })
+            }
             Err(source) => return Err(ConfigError::Read { path: shown, source }),
         };
-        Config::parse(&text, &shown)
+        Ok(Config { source: Some(path.to_path_buf()), ..Config::parse(&text, &shown)? })
     }
 
     pub fn parse(text: &str, path: &str) -> Result<Config, ConfigError> {

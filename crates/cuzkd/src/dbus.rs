@@ -53,6 +53,7 @@ impl From<EngineError> for ControlError {
 /// The object behind `/org/cuzk/Prover1`.
 pub struct Prover {
     engine: Arc<OnceLock<Engine>>,
+    reloader: Arc<OnceLock<Arc<crate::reload::Reloader>>>,
 }
 
 impl Prover {
@@ -195,6 +196,15 @@ impl Prover {
         Ok(())
     }
 
+    /// Reads the configuration file again and puts in force what can change live (as
+    /// `systemctl reload`): what changed, and the keys whose new value needs a restart.
+    #[zbus(out_args("applied", "restart_needed"))]
+    fn reload(&self) -> Result<(Vec<String>, Vec<String>), ControlError> {
+        let r = self.reloader.get().ok_or_else(|| ControlError::Starting("cuzkd is starting; try again shortly".into()))?;
+        let o = crate::reload::reload_and_notify(r, "D-Bus Reload()").map_err(ControlError::Failed)?;
+        Ok((o.applied, o.restart_needed))
+    }
+
     /// A job entered `state` (queued, synthesizing, synthesized, proving, completed, failed,
     /// cancelled).
     #[zbus(signal)]
@@ -204,6 +214,7 @@ impl Prover {
 /// The served interface; [`Control::attach`] hands it the engine once it is up.
 pub struct Control {
     engine: Arc<OnceLock<Engine>>,
+    reloader: Arc<OnceLock<Arc<crate::reload::Reloader>>>,
     conn: Option<zbus::Connection>,
 }
 
@@ -212,34 +223,36 @@ impl Control {
     /// logged and leaves the daemon without D-Bus: proving does not depend on it.
     pub async fn start(bus: BusChoice) -> Control {
         let engine = Arc::new(OnceLock::new());
+        let reloader = Arc::new(OnceLock::new());
         let builder = match bus {
-            BusChoice::None => return Control { engine, conn: None },
+            BusChoice::None => return Control { engine, reloader, conn: None },
             BusChoice::System => zbus::connection::Builder::system(),
             BusChoice::Session => zbus::connection::Builder::session(),
         };
         let which = format!("{bus:?}").to_lowercase();
         let built = builder
-            .serve_at(OBJECT_PATH, Prover { engine: engine.clone() })
+            .serve_at(OBJECT_PATH, Prover { engine: engine.clone(), reloader: reloader.clone() })
             .name(BUS_NAME)
             .build()
             .await;
         match built {
             Ok(conn) => {
                 log::info!("D-Bus: {BUS_NAME} at {OBJECT_PATH} on the {which} bus");
-                Control { engine, conn: Some(conn) }
+                Control { engine, reloader, conn: Some(conn) }
             }
             Err(e) => {
                 log::error!(
                     "D-Bus: cannot serve {BUS_NAME} on the {which} bus ({e}); proving goes on without the control \
                      interface ([dbus] bus = \"none\" silences this)"
                 );
-                Control { engine, conn: None }
+                Control { engine, reloader, conn: None }
             }
         }
     }
 
     /// Makes the methods live and forwards the engine's job events as `JobStateChanged`.
-    pub fn attach(&self, engine: &Engine) {
+    pub fn attach(&self, engine: &Engine, reloader: &Arc<crate::reload::Reloader>) {
+        let _ = self.reloader.set(reloader.clone());
         let _ = self.engine.set(engine.clone());
         let Some(conn) = self.conn.clone() else { return };
         let mut events = engine.subscribe();

@@ -7,6 +7,7 @@
 pub mod config;
 pub mod dbus;
 pub mod logging;
+pub mod reload;
 pub mod service;
 pub mod tcp_auth;
 
@@ -178,10 +179,28 @@ pub async fn run_with(
     // D-Bus first, so that `State` reads "starting" while the engine recovers its spool.
     let control = dbus::Control::start(cfg.dbus.bus).await;
     let devices = devices(&cfg.gpus)?;
-    let ec = cfg.engine_config(devices.iter().filter(|d| d.ordinal.is_some()).count());
+    let gpus_opened = devices.iter().filter(|d| d.ordinal.is_some()).count();
+    let ec = cfg.engine_config(gpus_opened);
     let engine = tokio::task::spawn_blocking(move || Engine::start(ec, runner, devices))
         .await??;
-    control.attach(&engine);
+    let reloader = Arc::new(reload::Reloader::new(cfg.clone(), engine.clone(), gpus_opened));
+    control.attach(&engine, &reloader);
+    // `systemctl reload cuzk` (ExecReload= sends SIGHUP; Type=notify-reload does too).
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        match signal(SignalKind::hangup()) {
+            Ok(mut hup) => {
+                let r = reloader.clone();
+                tokio::spawn(async move {
+                    while hup.recv().await.is_some() {
+                        let r = r.clone();
+                        let _ = tokio::task::spawn_blocking(move || reload::reload_and_notify(&r, "SIGHUP")).await;
+                    }
+                });
+            }
+            Err(e) => log::error!("cannot watch SIGHUP ({e}): `systemctl reload` will not reload"),
+        }
+    }
     logging::log_job_events(&engine);
 
     let max = cfg.daemon.max_message_bytes;
@@ -253,7 +272,8 @@ pub async fn run_with(
         }
     }
     notify(&[NotifyState::Stopping, NotifyState::Status("draining")]);
-    let timeout = cfg.drain_timeout();
+    // drain_timeout_secs as in force now (a reload may have changed it).
+    let timeout = reloader.current().drain_timeout();
     let report = tokio::task::spawn_blocking(move || engine.drain(timeout)).await?;
     log::info!("drained: {report:?}");
     if let Err(e) = served {

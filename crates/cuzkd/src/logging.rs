@@ -82,7 +82,9 @@ pub fn init(cfg: &LogConfig) -> &'static str {
     } else {
         None
     };
-    let registry = tracing_subscriber::registry().with(filter(&cfg.level));
+    let (layer, handle) = tracing_subscriber::reload::Layer::new(filter(&cfg.level));
+    let _ = LEVEL.set(handle);
+    let registry = tracing_subscriber::registry().with(layer);
     let (result, target) = match journald {
         Some(j) => (registry.with(j).try_init(), "journald"),
         None => (
@@ -94,6 +96,21 @@ pub fn init(cfg: &LogConfig) -> &'static str {
         eprintln!("cuzkd: logging already initialised ({e})");
     }
     target
+}
+
+/// The installed filter, replaced on reload.
+static LEVEL: std::sync::OnceLock<tracing_subscriber::reload::Handle<EnvFilter, tracing_subscriber::Registry>> =
+    std::sync::OnceLock::new();
+
+/// Puts `[log] level` = `level` in force (live reload). `RUST_LOG`, when set, still wins, as at
+/// start; the answer says so.
+pub fn set_level(level: &str) -> Result<String, String> {
+    let handle = LEVEL.get().ok_or("logging was not initialised by cuzkd (a library caller); level unchanged")?;
+    handle.reload(filter(level)).map_err(|e| format!("log level not changed: {e}"))?;
+    Ok(match std::env::var("RUST_LOG").ok().filter(|v| !v.trim().is_empty()) {
+        Some(v) => format!("RUST_LOG={v} is set and still decides the filter"),
+        None => format!("filter now {level:?}"),
+    })
 }
 
 /// Logs every job state change with structured fields, for the life of the engine.

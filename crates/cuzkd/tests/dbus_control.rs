@@ -130,7 +130,8 @@ async fn busctl_controls_the_daemon_and_receives_job_signals() {
     let intro = busctl_ok(&bus, &["introspect", OBJ[0], OBJ[1], OBJ[2]]);
     for member in [
         ".Version", ".State", ".QueueDepth", ".RunningJobs", ".ProofsCompleted", ".ProofsFailed", ".Gpus",
-        ".ListJobs", ".GetJob", ".CancelJob", ".PreloadSrs", ".EvictSrs", ".Pause", ".Resume", ".JobStateChanged",
+        ".ListJobs", ".GetJob", ".CancelJob", ".PreloadSrs", ".EvictSrs", ".Pause", ".Resume", ".Reload",
+        ".JobStateChanged",
     ] {
         assert!(intro.lines().any(|l| l.starts_with(&format!("{member} "))), "{member} missing from:\n{intro}");
     }
@@ -213,6 +214,20 @@ async fn busctl_controls_the_daemon_and_receives_job_signals() {
     assert_eq!(proved.first(), Some(&"queued"), "{signals:?}");
     assert_eq!(proved.last(), Some(&"completed"), "{signals:?}");
     assert!(proved.contains(&"proving"), "{signals:?}");
+
+    // Reload(): a live key applied, a restart-only key named, both in the answer.
+    let cfg_path = dir.join("cuzk.toml");
+    let text = std::fs::read_to_string(&cfg_path).unwrap();
+    let changed = text.replace("[gpus]\n", "[gpus]\ngpu_workers_per_device = 2\n").replace("[daemon]\n", "[daemon]\nmax_message_bytes = 8388608\n");
+    std::fs::write(&cfg_path, changed).unwrap();
+    let answer = busctl_ok(&bus, &["call", OBJ[0], OBJ[1], OBJ[2], "Reload"]);
+    assert!(answer.contains("workers on cpu: 1 -> 2"), "{answer}");
+    assert!(answer.contains("daemon.max_message_bytes"), "{answer}");
+    std::fs::write(&cfg_path, text + "[engine]\nno_such_key = 1\n").unwrap();
+    let o = call(&bus, "Reload", &[]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success() && err.contains("no_such_key") && err.contains("nothing changed"), "{err}");
+    assert_eq!(property(&bus, "State"), "s \"ready\"");
 
     // The log carries the structured fields (journald gets them as JOB_ID=, STAGE=, ...).
     let text = daemon_log();
