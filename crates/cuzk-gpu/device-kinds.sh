@@ -30,7 +30,7 @@ cat "$OUT/fixture.log" | tail -4
 /tmp/bin/gpu_whole_proof --test-threads=1 --nocapture >> "$OUT/tests.log" 2>&1 || status=1
 echo "tests: status $status after $(( $(date +%s) - start )) s" | tee -a "$OUT/tests.log"
 grep -E "test result|SKIPPED|byte-identical|panicked|FAILED|tests: status" "$OUT/tests.log"
-/tmp/bin/cuzk-bench kinds-bench --backend gpu --rounds 5 2>&1 | tee "$OUT/kinds-bench.txt"
+/tmp/bin/cuzk-bench kinds-bench --backend gpu --rounds 3 2>&1 | tee "$OUT/kinds-bench.txt"
 
 cat > /tmp/cuzk.toml <<T
 [daemon]
