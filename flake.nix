@@ -36,10 +36,14 @@
       };
     in
     {
-      # pkgs.cuzk, built against the importing nixpkgs' cudaPackages (override it to pin
-      # another CUDA version, as services.cuzk.cudaPackages does).
+      # pkgs.cuzk, built against CUDA 12.8 of the importing nixpkgs (override it to pin another
+      # CUDA version, as services.cuzk.cudaPackages does).
       overlays.default = final: prev: {
-        cuzk = final.callPackage ./nixos-module/package.nix { inherit src; };
+        cuzk = final.callPackage ./nixos-module/package.nix {
+          inherit src;
+          # The CUDA set the default build pins (services.cuzk.cudaPackages overrides it).
+          cudaPackages = final.cudaPackages_12_8;
+        };
       };
 
       packages = forAllSystems (pkgs: {

@@ -235,8 +235,10 @@ in
 
     cudaPackages = mkOption {
       type = types.attrs;
-      default = pkgs.cudaPackages;
-      defaultText = literalExpression "pkgs.cudaPackages";
+      # Pinned, not nixpkgs' floating default: a nixpkgs update must not change the CUDA
+      # version (and the driver it needs) under a proving host.
+      default = pkgs.cudaPackages_12_8;
+      defaultText = literalExpression "pkgs.cudaPackages_12_8";
       example = literalExpression "pkgs.cudaPackages_12_8";
       description = ''
         The CUDA package set cuzk's kernels are compiled with: this pins the host's CUDA

@@ -61,6 +61,7 @@ check(m["config"] == {"daemon": {"listen": "unix:///run/cuzk/cuzk.sock", "state_
                       "srs": {"param_cache": "/var/tmp/filecoin-proof-parameters"}}, f"minimal config: {m['config']}")
 check(m["socket"]["socketConfig"]["ListenStream"] == ["", "/run/cuzk/cuzk.sock"], "socket drop-in resets ListenStream")
 check(m["kernelModules"] == [] and m["firewall"] == [], "no GPU, no TCP: no module, no port")
+check(m["package"].endswith("cuda-12.8"), f"the default CUDA set is pinned (12.8), not nixpkgs' floating default: {m['package']}")
 m_sc = m["service"]["serviceConfig"]
 check(m_sc["Type"] == "notify-reload" and m_sc["ExecReload"] == [""], f"reload by Type=notify-reload: {m_sc}")
 check(len(m["service"]["reloadTriggers"]) == 1 and len(m["service"]["restartTriggers"]) == 1, "a config change reloads; restart-only keys restart")
@@ -123,7 +124,7 @@ for k in ["olderNixpkgsNoDriver", "noDriverOptions"]:
     check(len(f) == 1 and nodriver in f[0], f"{k}: GPUs without a driver refused: {f}")
 # The flake's module on a pkgs without cuzk (no overlay): the flake's package with the host's
 # CUDA; an explicit package wins; the bare module takes an explicit one; neither stops.
-check(d["flakeModule"]["failed"] == [] and d["flakeModule"]["package"] == "/nix/store/fake-cuzk-flake-cuda-default",
+check(d["flakeModule"]["failed"] == [] and d["flakeModule"]["package"] == "/nix/store/fake-cuzk-flake-cuda-12.8",
       f"flake module: its own package: {d['flakeModule']['package']}")
 check(d["flakeModuleExplicit"]["package"] == "/nix/store/fake-cuzk-explicit-cuda-default", "flake module: explicit package wins")
 check(d["explicitPackage"]["failed"] == [] and d["explicitPackage"]["package"] == "/nix/store/fake-cuzk-explicit-cuda-12.8",
