@@ -126,7 +126,7 @@ for k in ["olderNixpkgsNoDriver", "noDriverOptions"]:
 # CUDA; an explicit package wins; the bare module takes an explicit one; neither stops.
 check(d["flakeModule"]["failed"] == [] and d["flakeModule"]["package"] == "/nix/store/fake-cuzk-flake-cuda-12.8",
       f"flake module: its own package: {d['flakeModule']['package']}")
-check(d["flakeModuleExplicit"]["package"] == "/nix/store/fake-cuzk-explicit-cuda-default", "flake module: explicit package wins")
+check(d["flakeModuleExplicit"]["package"] == "/nix/store/fake-cuzk-explicit-cuda-12.8", "flake module: explicit package wins (rebuilt with the pinned CUDA)")
 check(d["explicitPackage"]["failed"] == [] and d["explicitPackage"]["package"] == "/nix/store/fake-cuzk-explicit-cuda-12.8",
       f"pkgs without cuzk, package given: {d['explicitPackage']['package']}")
 check(d["missingPackageRefused"] is True, "no package anywhere: evaluation stops")
