@@ -16,7 +16,8 @@ let
 in
 {
   name = "cuzk";
-  # The module adds this flake's overlay (pkgs.cuzk), so the node imports nixpkgs itself.
+  # The node sets nixpkgs.config (CUDA is unfree), so it imports nixpkgs itself; the module
+  # itself works with read-only pkgs (its package comes from the flake, not an overlay).
   node.pkgsReadOnly = false;
 
   nodes.machine =
