@@ -48,6 +48,11 @@ enum Cmd {
         /// Fixture directory [default: ~/.cache/cuzk/fixtures/<size>]
         #[arg(long)]
         out: Option<PathBuf>,
+        /// Write only DIR/c1.shape-only.json: a C1 output with the proof type's exact
+        /// structure and random contents (any size, 32GiB and 64GiB included; shape-only:
+        /// cannot verify, for benches only). No parameters, no sealing.
+        #[arg(long)]
+        shape_only: bool,
     },
     /// Prove a PoRep C1 output (PoRep commit phase 2) and write the proof bytes.
     Prove {
@@ -341,10 +346,60 @@ fn fixture(dir: Option<PathBuf>, size: u64) -> Result<Fixture> {
     Ok(f)
 }
 
+/// `gen-fixture --shape-only`: DIR/c1.shape-only.json, checked by `PoRepJob::new` (the
+/// shape check from filecoin-proofs' public parameters) before it is written.
+fn shape_only_fixture(dir: Option<PathBuf>, size: u64) -> Result<()> {
+    use cuzk_filecoin::shape_c1::{shape_only_c1, shape_only_json, shape_only_proof, SHAPE_ONLY_FILE, SHAPE_ONLY_NOTE};
+    const SEED: u64 = 1;
+    let dir = dir.unwrap_or_else(|| default_fixture_dir(size));
+    let proof = shape_only_proof(size)?;
+    println!("shape-only fixture ({SHAPE_ONLY_NOTE}): {}", dir.display());
+    let t = Instant::now();
+    let c1 = shape_only_c1(proof, SEED)?;
+    let json = shape_only_json(&c1, SEED)?;
+    let generated = t.elapsed();
+    let t = Instant::now();
+    let job = cuzk_filecoin::PoRepJob::new(&parse_c1(&json)?)
+        .context("the shape-only C1 output fails the shape check (a cuzk bug)")?;
+    let checked = t.elapsed();
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let path = dir.join(SHAPE_ONLY_FILE);
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, &json).with_context(|| format!("writing {}", tmp.display()))?;
+    std::fs::rename(&tmp, &path).with_context(|| format!("renaming to {}", path.display()))?;
+    let e = cuzk_filecoin::vanilla_shape::ExpectedShape::of(proof)?;
+    println!("  proof type  {proof:?} (random contents, seed {SEED}; {SHAPE_ONLY_NOTE})");
+    println!(
+        "  structure   {} partition(s) x {} challenges, {} layers, {} DRG + {} expansion parents; tree D: {}; trees R and C: {}",
+        job.partitions(),
+        e.challenges_per_partition,
+        e.layers,
+        e.drg_parents,
+        e.exp_parents,
+        e.tree_d,
+        e.tree_r
+    );
+    println!(
+        "  checked     against filecoin-proofs' public parameters (PoRepJob::new) in {:.2} s; generated in {:.2} s",
+        checked.as_secs_f64(),
+        generated.as_secs_f64()
+    );
+    println!(
+        "  c1          {} ({:.1} MiB; {SHAPE_ONLY_NOTE}: its partitions do not satisfy their circuit, the daemon refuses them)",
+        path.display(),
+        json.len() as f64 / (1u64 << 20) as f64
+    );
+    println!("  params      none generated (32 GiB parameters are 47 GB; shape-bench uses random ones)");
+    Ok(())
+}
+
 fn run(cli: Cli) -> Result<()> {
     let daemon = cli.daemon.daemon();
     match cli.cmd {
-        Cmd::GenFixture { sector_size, out } => {
+        Cmd::GenFixture { sector_size, out, shape_only: true } => {
+            shape_only_fixture(out, parse_sector_size(&sector_size)?)?
+        }
+        Cmd::GenFixture { sector_size, out, shape_only: false } => {
             let size = parse_sector_size(&sector_size)?;
             let f = fixture(out, size)?;
             println!("  proof type  {:?}", f.info.registered_proof);

@@ -8,6 +8,8 @@
 //!   once per proof type), or the reference path;
 //! - [`vanilla_shape`]: the shape a C1 output's vanilla proofs must have for their proof type,
 //!   checked by [`PoRepJob::new`] before any circuit is built;
+//! - [`shape_c1`]: shape-only C1 outputs (any sector size, 32 and 64 GiB included): a real
+//!   one's exact structure, random contents; shape-only: cannot verify (benches only);
 //! - [`fixture`]: test parameters and a sealed small sector, cached.
 //!
 //! Architecture invariant: circuits, public inputs, verification and the proof byte format
@@ -20,6 +22,7 @@ pub mod job;
 pub mod params;
 pub mod porep;
 pub mod post;
+pub mod shape_c1;
 pub mod snap;
 pub mod synthesis;
 pub mod vanilla_shape;

@@ -121,6 +121,21 @@ impl PoRepJob {
         k: usize,
         path: crate::synthesis::SynthesisPath,
     ) -> Result<(PartitionWitness, SynthesisTimings), ProofError> {
+        let (witness, t, first_unsatisfied) = self.synthesize_unchecked(k, path)?;
+        if let Some(constraint) = first_unsatisfied {
+            return Err(ProofError::Unsatisfied { partition: k, constraint });
+        }
+        Ok((witness, t))
+    }
+
+    /// Partition `k`'s witness and its first constraint with a * b != c, **not refused**:
+    /// for benches on shape-only inputs only (`crate::shape_c1`: they cannot verify). No
+    /// proving path calls this; [`PoRepJob::synthesize`] refuses an unsatisfied witness.
+    pub fn synthesize_unchecked(
+        &self,
+        k: usize,
+        path: crate::synthesis::SynthesisPath,
+    ) -> Result<(PartitionWitness, SynthesisTimings, Option<usize>), ProofError> {
         check_partition(k, self.partitions())?;
         self.shape.synthesize(k, path)
     }
@@ -177,11 +192,12 @@ impl ProofJob for SealCommit {
 /// the Merkle tree shape; this erases it).
 trait ShapeJob: Send + Sync {
     fn partitions(&self) -> usize;
+    /// The witness, its timings and its first unsatisfied constraint.
     fn synthesize(
         &self,
         k: usize,
         path: crate::synthesis::SynthesisPath,
-    ) -> Result<(PartitionWitness, SynthesisTimings), ProofError>;
+    ) -> Result<(PartitionWitness, SynthesisTimings, Option<usize>), ProofError>;
     /// Partition proofs (concatenated) to output bytes: as they are, or aggregated (NI-PoRep).
     fn output(&self, proofs: Vec<u8>, c1: &SealCommitPhase1Output) -> Result<Vec<u8>, ProofError>;
 }
@@ -271,7 +287,7 @@ impl<Tree: 'static + MerkleTreeTrait> ShapeJob for Shaped<Tree> {
         &self,
         k: usize,
         path: crate::synthesis::SynthesisPath,
-    ) -> Result<(PartitionWitness, SynthesisTimings), ProofError> {
+    ) -> Result<(PartitionWitness, SynthesisTimings, Option<usize>), ProofError> {
         let mut t = SynthesisTimings::default();
         let circuit_time = std::cell::Cell::new(Duration::ZERO);
         let make = || {
@@ -320,11 +336,8 @@ impl<Tree: 'static + MerkleTreeTrait> ShapeJob for Shaped<Tree> {
         )?;
         t.circuit = circuit_time.get();
         t.run = Some(run);
-        if let Some(constraint) = first_unsatisfied {
-            return Err(ProofError::Unsatisfied { partition: k, constraint });
-        }
         t.synthesis = start.elapsed().saturating_sub(t.circuit);
-        Ok((witness, t))
+        Ok((witness, t, first_unsatisfied))
     }
 
     fn output(&self, proofs: Vec<u8>, c1: &SealCommitPhase1Output) -> Result<Vec<u8>, ProofError> {
