@@ -291,3 +291,23 @@ fn mutated_vanilla_proofs_never_panic() {
     }
     assert_eq!(refused_count, 3 * rounds, "changed vanilla proofs accepted (see stderr)");
 }
+
+/// Every PoSt and update proof type is dispatched to its own sector shape: the 2 KiB vanilla
+/// proofs sent as each larger type are refused by that type's shape checks (tree levels,
+/// challenge counts, partitions), with no panic, before any circuit is built.
+#[test]
+fn larger_proof_types_take_their_own_shapes() {
+    let f = fixtures();
+    for wire in [1u64, 2, 3, 4] {
+        let r = KindInput { registered_proof: wire, ..f.winning.clone() };
+        refused(post_job(&r), &["vanilla_proofs"]);
+    }
+    for wire in [6u64, 7, 8, 9, 11, 12, 13, 14] {
+        let r = KindInput { registered_proof: wire, ..f.window.clone() };
+        refused(post_job(&r), &["vanilla_proofs"]);
+    }
+    for wire in [1u64, 2, 3, 4] {
+        let r = KindInput { registered_proof: wire, ..f.snap.clone() };
+        refused(snap_job(&r), &["vanilla_proofs"]);
+    }
+}
