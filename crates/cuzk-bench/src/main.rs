@@ -555,36 +555,56 @@ fn bench_c2(f: Fixture, rounds: usize, be: &dyn Backend) -> Result<()> {
 fn synth_bench(c1: Option<PathBuf>, rounds: usize, compiled_only: bool) -> Result<()> {
     use cuzk_filecoin::synthesis::{clear_compiled, compiled_for, SynthesisPath};
     let path = c1.unwrap_or_else(|| default_fixture_dir(2048).join("c1.json"));
-    let input = parse_c1(&std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?)?;
+    let raw = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
+    let shape_only = cuzk_filecoin::shape_c1::is_shape_only(&raw);
+    let input = parse_c1(&raw)?;
+    drop(raw);
     let job = cuzk_filecoin::PoRepJob::new(&input)?;
     println!(
-        "synth-bench: {:?}, partition 0 of {}, {} cores, {} round(s) of each",
+        "synth-bench: {:?}, partition 0 of {}, {} cores, {} round(s) of each{}",
         input.registered_proof(),
         job.partitions(),
         std::thread::available_parallelism().map_or(1, |n| n.get()),
-        rounds
+        rounds,
+        if shape_only { "; shape-only input: cannot verify, satisfaction not checked (bench only)" } else { "" }
     );
+    // A shape-only witness never satisfies its constraints: time it without the check that
+    // would refuse it (or record its circuit again).
+    let (compiled_path, reference_path) = if shape_only {
+        (SynthesisPath::CompiledUnchecked, SynthesisPath::Reference)
+    } else {
+        (SynthesisPath::Compiled, SynthesisPath::Reference)
+    };
+    let synth = |p: SynthesisPath| -> Result<(cuzk_groth16::PartitionWitness, cuzk_filecoin::SynthesisTimings)> {
+        if shape_only {
+            let (w, t, _) = job.synthesize_unchecked(0, p)?;
+            Ok((w, t))
+        } else {
+            Ok(job.synthesize_with(0, p)?)
+        }
+    };
     clear_compiled();
     let t = Instant::now();
-    let (recorded, _) = job.synthesize_with(0, SynthesisPath::Compiled)?;
+    let (recorded, _) = synth(compiled_path)?;
     let record = t.elapsed();
     let compiled = compiled_for(&job.circuit_key()).context("no compiled circuit after recording")?;
     println!("  recording (first use): {:.3} s; compiled circuit: {compiled}", record.as_secs_f64());
     if compiled_only {
         for round in 1..=rounds {
             let t = Instant::now();
-            job.synthesize_with(0, SynthesisPath::Compiled)?;
+            synth(compiled_path)?;
             println!("  round {round}: compiled {:.3} s (not compared)", t.elapsed().as_secs_f64());
         }
+        println!("  peak RSS {}", peak_rss());
         return Ok(());
     }
     let (mut best_ref, mut best_fast) = (Duration::MAX, Duration::MAX);
     for round in 1..=rounds {
         let t = Instant::now();
-        let (reference, rt) = job.synthesize_with(0, SynthesisPath::Reference)?;
+        let (reference, rt) = synth(reference_path)?;
         let r = t.elapsed();
         let t = Instant::now();
-        let (fast, ft) = job.synthesize_with(0, SynthesisPath::Compiled)?;
+        let (fast, ft) = synth(compiled_path)?;
         let f = t.elapsed();
         if fast != reference || recorded != reference {
             bail!("round {round}: the compiled path's witness differs from the reference");
@@ -609,7 +629,16 @@ fn synth_bench(c1: Option<PathBuf>, rounds: usize, compiled_only: bool) -> Resul
         best_ref.as_secs_f64() / best_fast.as_secs_f64(),
         witness_bytes(&recorded) as f64 / (1u64 << 20) as f64
     );
+    println!("  peak RSS {}", peak_rss());
     Ok(())
+}
+
+/// This process's peak resident memory (VmHWM), for the bench line.
+fn peak_rss() -> String {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| s.lines().find(|l| l.starts_with("VmHWM:")).map(|l| l.trim_start_matches("VmHWM:").trim().to_string()))
+        .unwrap_or_else(|| "unknown".into())
 }
 
 fn main() -> ExitCode {

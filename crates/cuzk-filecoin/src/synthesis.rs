@@ -31,6 +31,11 @@ use cuzk_groth16::PartitionWitness;
 pub enum SynthesisPath {
     Compiled,
     Reference,
+    /// The compiled path, keeping a compiled witness that does not satisfy its constraints
+    /// instead of recording again: **benches on shape-only inputs only** (they can never
+    /// satisfy; `crate::shape_c1`). Its `first_unsatisfied` is reported, never acted on; no
+    /// proving path uses it.
+    CompiledUnchecked,
 }
 
 impl SynthesisPath {
@@ -185,12 +190,12 @@ pub fn synthesize<C: Circuit<Scalar> + Send, E>(
         Some(p) => synthesize_compiled_pieces((p.parts)()?, p.marker, &compiled),
         None => synthesize_compiled(make()?, &compiled),
     };
+    let run = if from_file { SynthesisRun::Loaded } else { SynthesisRun::Compiled };
     match fast.map_err(&synth_err)? {
-        Ok((witness, None)) => Ok(Synthesized {
-            witness,
-            run: if from_file { SynthesisRun::Loaded } else { SynthesisRun::Compiled },
-            first_unsatisfied: None,
-        }),
+        Ok((witness, None)) => Ok(Synthesized { witness, run, first_unsatisfied: None }),
+        Ok((witness, Some(c))) if path == SynthesisPath::CompiledUnchecked => {
+            Ok(Synthesized { witness, run, first_unsatisfied: Some(c) })
+        }
         outcome => {
             match outcome {
                 Err(mismatch) => log::warn!("{key}: {mismatch}; recording it again"),
