@@ -129,3 +129,71 @@ pub fn prove_job(
     t.verify = ft.verify;
     Ok((bytes, t))
 }
+
+/// Partition `k`'s witness through [`crate::synthesis::synthesize`] on `path`, with its
+/// timings (circuit construction apart from synthesis) and its first unsatisfied
+/// constraint. `circuit()` builds the partition circuit from the vanilla proof (it may be
+/// called twice); `pieces`, when given, are its parts for a parallel compiled witness.
+pub(crate) fn synthesize_partition<C: bellpepper_core::Circuit<blstrs::Scalar> + Send>(
+    key: &str,
+    path: SynthesisPath,
+    k: usize,
+    circuit: impl Fn() -> anyhow::Result<C>,
+    pieces: Option<crate::synthesis::Pieces<'_, C, ProofError>>,
+) -> Result<(PartitionWitness, SynthesisTimings, Option<usize>), ProofError> {
+    let circuit_time = std::cell::Cell::new(Duration::ZERO);
+    let make = || {
+        let start = std::time::Instant::now();
+        let c = circuit().map_err(|e| circuit_error(k, e));
+        circuit_time.set(circuit_time.get() + start.elapsed());
+        c
+    };
+    let start = std::time::Instant::now();
+    let crate::synthesis::Synthesized { witness, run, first_unsatisfied } =
+        crate::synthesis::synthesize(key, path, make, pieces, |e| ProofError::Synthesis {
+            partition: k,
+            reason: e.to_string(),
+        })?;
+    let circuit = circuit_time.get();
+    let t = SynthesisTimings { circuit, synthesis: start.elapsed().saturating_sub(circuit), run: Some(run) };
+    Ok((witness, t, first_unsatisfied))
+}
+
+/// The refusal of partition `k`'s circuit that storage-proofs could not build.
+pub(crate) fn circuit_error(k: usize, e: anyhow::Error) -> ProofError {
+    ProofError::Circuit { partition: k, reason: format!("{e:#}") }
+}
+
+/// A synthesized partition, refused when it does not satisfy its circuit.
+pub(crate) fn refuse_unsatisfied(
+    k: usize,
+    (witness, t, first_unsatisfied): (PartitionWitness, SynthesisTimings, Option<usize>),
+) -> Result<(PartitionWitness, SynthesisTimings), ProofError> {
+    match first_unsatisfied {
+        Some(constraint) => Err(ProofError::Unsatisfied { partition: k, constraint }),
+        None => Ok((witness, t)),
+    }
+}
+
+/// The last step of every kind: the partition proofs (counted) in order, `assemble`d into
+/// the output bytes (as they are, or aggregated), then `verify`d; a proof that does not
+/// verify is refused, never returned.
+pub(crate) fn finish_verified(
+    proofs: &[Proof],
+    partitions: usize,
+    assemble: impl FnOnce(Vec<u8>) -> Result<Vec<u8>, ProofError>,
+    verify: impl FnOnce(&[u8]) -> Result<bool, ProofError>,
+) -> Result<(Vec<u8>, FinishTimings), ProofError> {
+    check_proof_count(proofs, partitions)?;
+    let mut t = FinishTimings::default();
+    let start = std::time::Instant::now();
+    let bytes = assemble(Proof::concat(proofs))?;
+    t.aggregate = start.elapsed();
+    let start = std::time::Instant::now();
+    let ok = verify(&bytes)?;
+    t.verify = start.elapsed();
+    if !ok {
+        return Err(ProofError::DoesNotVerify);
+    }
+    Ok((bytes, t))
+}

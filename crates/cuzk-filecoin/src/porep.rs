@@ -3,7 +3,6 @@
 //! as filecoin-proofs' `seal_commit_phase2` writes it, and verified with filecoin-proofs'
 //! `verify_seal` before it is returned.
 
-use std::time::{Duration, Instant};
 
 use blstrs::Scalar as Fr;
 use cuzk_groth16::{Backend, PartitionWitness, Proof, Srs};
@@ -22,7 +21,10 @@ use storage_proofs_porep::stacked::{self, StackedCompound, StackedDrg};
 
 use crate::c1::C1Input;
 use crate::error::ProofError;
-use crate::job::{check_partition, check_proof_count, prove_job, Blinding, FinishTimings, JobTimings, ProofJob, SynthesisTimings};
+use crate::job::{
+    check_partition, circuit_error, finish_verified, prove_job, refuse_unsatisfied, synthesize_partition, Blinding,
+    FinishTimings, JobTimings, ProofJob, SynthesisTimings,
+};
 use crate::vanilla_shape::{check_vanilla_shape, hex_le, is_field_element, ExpectedShape, VanillaShapeError};
 
 /// What identifies the sector beyond its C1 output.
@@ -121,11 +123,7 @@ impl PoRepJob {
         k: usize,
         path: crate::synthesis::SynthesisPath,
     ) -> Result<(PartitionWitness, SynthesisTimings), ProofError> {
-        let (witness, t, first_unsatisfied) = self.synthesize_unchecked(k, path)?;
-        if let Some(constraint) = first_unsatisfied {
-            return Err(ProofError::Unsatisfied { partition: k, constraint });
-        }
-        Ok((witness, t))
+        refuse_unsatisfied(k, self.synthesize_unchecked(k, path)?)
     }
 
     /// Partition `k`'s witness and its first constraint with a * b != c, **not refused**:
@@ -148,18 +146,12 @@ impl PoRepJob {
     /// The output bytes from all partition proofs, in order, exactly as filecoin-proofs'
     /// `seal_commit_phase2` writes them, verified with `verify_seal`.
     pub fn finish(&self, proofs: &[Proof], id: SectorIdentity) -> Result<(Vec<u8>, FinishTimings), ProofError> {
-        check_proof_count(proofs, self.partitions())?;
-        let mut t = FinishTimings::default();
-        let start = Instant::now();
-        let bytes = self.shape.output(Proof::concat(proofs), &self.c1)?;
-        t.aggregate = start.elapsed();
-        let start = Instant::now();
-        let ok = verify_porep_c2(&self.c1, id, &bytes)?;
-        t.verify = start.elapsed();
-        if !ok {
-            return Err(ProofError::DoesNotVerify);
-        }
-        Ok((bytes, t))
+        finish_verified(
+            proofs,
+            self.partitions(),
+            |bytes| self.shape.output(bytes, &self.c1),
+            |bytes| verify_porep_c2(&self.c1, id, bytes),
+        )
     }
 }
 
@@ -288,20 +280,14 @@ impl<Tree: 'static + MerkleTreeTrait> ShapeJob for Shaped<Tree> {
         k: usize,
         path: crate::synthesis::SynthesisPath,
     ) -> Result<(PartitionWitness, SynthesisTimings, Option<usize>), ProofError> {
-        let mut t = SynthesisTimings::default();
-        let circuit_time = std::cell::Cell::new(Duration::ZERO);
         let make = || {
-            let start = Instant::now();
-            let c = <Compound<Tree> as CompoundProof<Drg<Tree>, _>>::circuit(
+            <Compound<Tree> as CompoundProof<Drg<Tree>, _>>::circuit(
                 &self.public_inputs,
                 Default::default(),
                 &self.vanilla[k],
                 &self.vanilla_params,
                 Some(k),
             )
-            .map_err(|e| ProofError::Circuit { partition: k, reason: format!("{e:#}") });
-            circuit_time.set(circuit_time.get() + start.elapsed());
-            c
         };
         // The challenges in consecutive groups, one circuit each, for parallel witnesses:
         // storage-proofs-porep 19 synthesizes a partition's challenges one after the other,
@@ -320,24 +306,13 @@ impl<Tree: 'static + MerkleTreeTrait> ShapeJob for Shaped<Tree> {
                         &self.vanilla_params,
                         Some(k),
                     )
-                    .map_err(|e| ProofError::Circuit { partition: k, reason: format!("{e:#}") })
+                    .map_err(|e| circuit_error(k, e))
                 })
                 .collect()
         };
         let pieces = (groups > 1 && parallel_witness())
             .then_some(crate::synthesis::Pieces { marker: "challenge_", parts: &parts });
-        let start = Instant::now();
-        let crate::synthesis::Synthesized { witness, run, first_unsatisfied } = crate::synthesis::synthesize(
-            &circuit_key(self.proof_type),
-            path,
-            make,
-            pieces,
-            |e| ProofError::Synthesis { partition: k, reason: e.to_string() },
-        )?;
-        t.circuit = circuit_time.get();
-        t.run = Some(run);
-        t.synthesis = start.elapsed().saturating_sub(t.circuit);
-        Ok((witness, t, first_unsatisfied))
+        synthesize_partition(&circuit_key(self.proof_type), path, k, make, pieces)
     }
 
     fn output(&self, proofs: Vec<u8>, c1: &SealCommitPhase1Output) -> Result<Vec<u8>, ProofError> {

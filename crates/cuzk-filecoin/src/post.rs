@@ -23,7 +23,7 @@
 //!   and sector id.
 
 use std::io::Cursor;
-use std::time::{Duration, Instant};
+
 
 use cuzk_groth16::{PartitionWitness, Proof};
 use filecoin_hashers::{Domain, HashFunction, Hasher};
@@ -40,7 +40,7 @@ use storage_proofs_core::sector::SectorId;
 use storage_proofs_post::fallback::{self, FallbackPoSt, FallbackPoStCompound, PublicSector};
 
 use crate::error::ProofError;
-use crate::job::{check_partition, check_proof_count, FinishTimings, ProofJob, SynthesisTimings};
+use crate::job::{check_partition, finish_verified, refuse_unsatisfied, synthesize_partition, FinishTimings, ProofJob, SynthesisTimings};
 use crate::synthesis::SynthesisPath;
 use crate::vanilla_shape::{hex_le, is_field_element};
 
@@ -125,15 +125,7 @@ impl ProofJob for PoStJob {
     }
 
     fn finish(&self, proofs: &[Proof]) -> Result<(Vec<u8>, FinishTimings), ProofError> {
-        check_proof_count(proofs, 1)?;
-        let bytes = Proof::concat(proofs);
-        let start = Instant::now();
-        let ok = self.shape.verify(&bytes)?;
-        let t = FinishTimings { aggregate: Duration::ZERO, verify: start.elapsed() };
-        if !ok {
-            return Err(ProofError::DoesNotVerify);
-        }
-        Ok((bytes, t))
+        finish_verified(proofs, 1, Ok, |bytes| self.shape.verify(bytes))
     }
 
     /// One compiled circuit per PoSt proof type (V1 and V1_2 windows have one structure but
@@ -437,31 +429,16 @@ fn diagnose<Tree: 'static + MerkleTreeTrait>(
 
 impl<Tree: 'static + MerkleTreeTrait> PoStShape for Shaped<Tree> {
     fn synthesize(&self, key: &str, path: SynthesisPath) -> Result<(PartitionWitness, SynthesisTimings), ProofError> {
-        let circuit_time = std::cell::Cell::new(Duration::ZERO);
         let make = || {
-            let start = Instant::now();
-            let c = FallbackPoStCompound::<Tree>::circuit(
+            FallbackPoStCompound::<Tree>::circuit(
                 &self.pub_inputs,
                 Default::default(),
                 &self.partition,
                 &self.pub_params.vanilla_params,
                 Some(0),
             )
-            .map_err(|e| ProofError::Circuit { partition: 0, reason: format!("{e:#}") });
-            circuit_time.set(circuit_time.get() + start.elapsed());
-            c
         };
-        let start = Instant::now();
-        let crate::synthesis::Synthesized { witness, run, first_unsatisfied } =
-            crate::synthesis::synthesize(key, path, make, None, |e| ProofError::Synthesis {
-                partition: 0,
-                reason: e.to_string(),
-            })?;
-        if let Some(constraint) = first_unsatisfied {
-            return Err(ProofError::Unsatisfied { partition: 0, constraint });
-        }
-        let circuit = circuit_time.get();
-        Ok((witness, SynthesisTimings { circuit, synthesis: start.elapsed().saturating_sub(circuit), run: Some(run) }))
+        refuse_unsatisfied(0, synthesize_partition(key, path, 0, make, None)?)
     }
 
     fn verify(&self, proof: &[u8]) -> Result<bool, ProofError> {

@@ -13,7 +13,7 @@
 //! it refuses one, the cause is named: which commitment does not match the vanilla proofs,
 //! a partition's proof given in another partition's place, or a tampered path or encoding.
 
-use std::time::{Duration, Instant};
+
 
 use cuzk_groth16::{PartitionWitness, Proof};
 use filecoin_hashers::{Domain, HashFunction, Hasher};
@@ -28,7 +28,7 @@ use storage_proofs_update::{
 };
 
 use crate::error::ProofError;
-use crate::job::{check_partition, check_proof_count, FinishTimings, ProofJob, SynthesisTimings};
+use crate::job::{check_partition, finish_verified, refuse_unsatisfied, synthesize_partition, FinishTimings, ProofJob, SynthesisTimings};
 use crate::post::{bincode_exact, check_path_shape};
 use crate::synthesis::SynthesisPath;
 use crate::vanilla_shape::{hex_le, is_field_element};
@@ -101,15 +101,7 @@ impl ProofJob for SnapJob {
     }
 
     fn finish(&self, proofs: &[Proof]) -> Result<(Vec<u8>, FinishTimings), ProofError> {
-        check_proof_count(proofs, self.partitions())?;
-        let bytes = Proof::concat(proofs);
-        let start = Instant::now();
-        let ok = self.shape.verify(&bytes)?;
-        let t = FinishTimings { aggregate: Duration::ZERO, verify: start.elapsed() };
-        if !ok {
-            return Err(ProofError::DoesNotVerify);
-        }
-        Ok((bytes, t))
+        finish_verified(proofs, self.partitions(), Ok, |bytes| self.shape.verify(bytes))
     }
 
     fn circuit_key(&self) -> String {
@@ -317,31 +309,16 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> SnapShape for Shaped
     }
 
     fn synthesize(&self, k: usize, key: &str, path: SynthesisPath) -> Result<(PartitionWitness, SynthesisTimings), ProofError> {
-        let circuit_time = std::cell::Cell::new(Duration::ZERO);
         let make = || {
-            let start = Instant::now();
-            let c = EmptySectorUpdateCompound::<Tree>::circuit(
+            EmptySectorUpdateCompound::<Tree>::circuit(
                 &self.pub_inputs,
                 Default::default(),
                 &self.vanilla[k],
                 &self.pub_params.vanilla_params,
                 Some(k),
             )
-            .map_err(|e| ProofError::Circuit { partition: k, reason: format!("{e:#}") });
-            circuit_time.set(circuit_time.get() + start.elapsed());
-            c
         };
-        let start = Instant::now();
-        let crate::synthesis::Synthesized { witness, run, first_unsatisfied } =
-            crate::synthesis::synthesize(key, path, make, None, |e| ProofError::Synthesis {
-                partition: k,
-                reason: e.to_string(),
-            })?;
-        if let Some(constraint) = first_unsatisfied {
-            return Err(ProofError::Unsatisfied { partition: k, constraint });
-        }
-        let circuit = circuit_time.get();
-        Ok((witness, SynthesisTimings { circuit, synthesis: start.elapsed().saturating_sub(circuit), run: Some(run) }))
+        refuse_unsatisfied(k, synthesize_partition(key, path, k, make, None)?)
     }
 
     fn verify(&self, proof: &[u8]) -> Result<bool, ProofError> {

@@ -16,19 +16,6 @@ use cuzk_filecoin::fixture::{default_fixture_dir, ensure_fixture, ensure_kind_fi
 use cuzk_proto::v1::{await_proof_response::Status, *};
 use cuzk_proto::{connect, Address, DEFAULT_MAX_MESSAGE_BYTES};
 
-fn notifications(sock: &UnixDatagram, until: &str, within: Duration) -> String {
-    let end = Instant::now() + within;
-    let mut all = String::new();
-    let mut buf = [0u8; 4096];
-    while Instant::now() < end && !all.contains(until) {
-        sock.set_read_timeout(Some(Duration::from_millis(200))).unwrap();
-        if let Ok(n) = sock.recv(&mut buf) {
-            all.push_str(&String::from_utf8_lossy(&buf[..n]));
-            all.push('\n');
-        }
-    }
-    all
-}
 
 /// The READY=1 message after a RELOADING=1 (a reload's whole story).
 fn reload_story(sock: &UnixDatagram) -> String {

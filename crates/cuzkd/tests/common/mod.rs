@@ -47,3 +47,18 @@ pub fn verifies(f: &Fixture, proof: &[u8]) -> bool {
     let c1 = cuzk_filecoin::parse_c1(&std::fs::read(f.c1_path()).unwrap()).unwrap();
     cuzk_filecoin::verify_porep_c2(&c1.output, f.identity(), proof).unwrap()
 }
+
+/// Everything the daemon sent to the notify socket within `within`, until `until` is seen.
+pub fn notifications(sock: &std::os::unix::net::UnixDatagram, until: &str, within: std::time::Duration) -> String {
+    let end = std::time::Instant::now() + within;
+    let mut all = String::new();
+    let mut buf = [0u8; 4096];
+    while std::time::Instant::now() < end && !all.contains(until) {
+        sock.set_read_timeout(Some(std::time::Duration::from_millis(200))).unwrap();
+        if let Ok(n) = sock.recv(&mut buf) {
+            all.push_str(&String::from_utf8_lossy(&buf[..n]));
+            all.push('\n');
+        }
+    }
+    all
+}
