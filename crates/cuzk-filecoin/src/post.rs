@@ -78,6 +78,10 @@ pub fn post_proof_to_wire(proof: RegisteredPoStProof) -> u64 {
     (0..15).find(|&v| post_proof_from_wire(v).ok() == Some(proof)).unwrap_or(u64::MAX)
 }
 
+/// The largest WindowPoSt API 1.0 partition index accepted (and searched when its challenges
+/// belong to another partition).
+pub const MAX_V1_PARTITION_INDEX: usize = 1023;
+
 /// What a PoSt request carries.
 #[derive(Clone, Copy, Debug)]
 pub struct PoStRequest<'a> {
@@ -292,6 +296,15 @@ fn post_shape<Tree: 'static + MerkleTreeTrait>(req: &PoStRequest<'_>) -> Result<
     if winning && req.partition_index != 0 {
         return Err(bad(format!("partition_index {}: WinningPoSt has one partition, 0", req.partition_index)));
     }
+    // API 1.0 derives challenges from the partition index, and its verification stands the
+    // sectors of earlier partitions in: bound it (1.2's challenges do not depend on it).
+    if !winning && config.api_version != ApiVersion::V1_2_0 && req.partition_index > MAX_V1_PARTITION_INDEX {
+        return Err(bad(format!(
+            "partition_index {}: more than {MAX_V1_PARTITION_INDEX}, the most cuzk takes for {proof:?} \
+             (WindowPoSt API 1.0; the network uses the V1_1 types, 10-14)",
+            req.partition_index
+        )));
+    }
     let leaves = u64::from(config.sector_size) as usize / 32;
     let mut vanilla: Vec<FallbackPoStSectorProof<Tree>> = Vec::with_capacity(n);
     for (i, bytes) in req.vanilla_proofs.iter().enumerate() {
@@ -402,7 +415,7 @@ fn diagnose<Tree: 'static + MerkleTreeTrait>(
         if !opens(i, p, partition_index) {
             let v1 = !winning && params.api_version != ApiVersion::V1_2_0;
             if v1 {
-                if let Some(q) = (0..1024).find(|&q| q != partition_index && opens(i, p, q)) {
+                if let Some(q) = (0..=MAX_V1_PARTITION_INDEX).find(|&q| q != partition_index && opens(i, p, q)) {
                     return Some(bad(format!(
                         "{who}: its challenges are those of partition {q}, but partition_index is \
                          {partition_index}"
@@ -461,8 +474,9 @@ impl<Tree: 'static + MerkleTreeTrait> PoStShape for Shaped<Tree> {
         }
         // One partition of a WindowPoSt: the public inputs storage-proofs derives for
         // partition `partition_index` of the deadline (the sectors before it stand in as
-        // copies: only this partition's chunk is read).
-        let k = self.partition_index;
+        // copies: only this partition's chunk is read). API 1.2's challenges do not depend on
+        // the partition, so there it is partition 0 with nothing before it.
+        let k = if self.config.api_version == ApiVersion::V1_2_0 { 0 } else { self.partition_index };
         let mut sectors = vec![self.pub_inputs.sectors[0].clone(); k * self.pub_params.vanilla_params.sector_count];
         sectors.extend(self.pub_inputs.sectors.iter().cloned());
         let inputs = fallback::PublicInputs { sectors, k: None, ..self.pub_inputs.clone() };

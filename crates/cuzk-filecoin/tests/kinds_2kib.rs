@@ -197,8 +197,17 @@ fn window_post_v1_names_a_wrong_partition() {
     let f = fixtures();
     let ok = f.window_v1.clone();
     post_job(&ok).expect("the V1 vanilla proof at its partition");
-    let moved = KindInput { partition_index: 1, ..ok };
+    let moved = KindInput { partition_index: 1, ..ok.clone() };
     refused(post_job(&moved), &["challenges are those of partition 0", "partition_index is 1"]);
+    // A huge index is refused before anything is sized by it.
+    let huge = KindInput { partition_index: u32::MAX, ..ok };
+    refused(post_job(&huge), &["partition_index 4294967295: more than 1023"]);
+    // API 1.2: any partition index proves and verifies (its challenges do not depend on it).
+    let f2 = fixtures();
+    let far = KindInput { partition_index: u32::MAX, ..f2.window.clone() };
+    let job = post_job(&far).unwrap();
+    let srs = srs_of(post_params_path(&f2.param_dir(), post_proof_from_wire(far.registered_proof).unwrap()));
+    prove_job(&job, &srs, &CpuBackend, &Blinding::Random).expect("verified at partition u32::MAX");
 }
 
 #[test]
