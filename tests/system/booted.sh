@@ -16,13 +16,6 @@ HERE="$(cd "$(dirname "$0")" && pwd)"
 REPO="$(cd "$HERE/../.." && pwd)"
 . "$HERE/lib.sh"
 
-SOCK=/run/cuzk/cuzk.sock
-ADDR="unix://$SOCK"
-BUS=(busctl --system)
-OBJ=(org.cuzk.Prover1 /org/cuzk/Prover1 org.cuzk.Prover1)
-# The watchdog's interval as shipped; the SIGSTOP check waits for it.
-WATCHDOG_SECS="$(sed -n 's/^WatchdogSec=\([0-9]*\)s\?$/\1/p' "$REPO/systemd/cuzk.service")"
-MAX_EXPOSURE=2.0
 
 [ "$(id -u)" = 0 ] || { echo "booted.sh: run as root (it boots a container)" >&2; exit 2; }
 T0=$(date +%s)

@@ -143,3 +143,13 @@ wait_for() {
     sleep 0.5
   done
 }
+
+# What the checks (checks.sh) address, in the container and in the VM alike: the shipped
+# socket, the system bus object, the watchdog's interval as shipped (the SIGSTOP check waits
+# for it) and the highest exposure score accepted. Needs REPO.
+SOCK=/run/cuzk/cuzk.sock
+ADDR="unix://$SOCK"
+BUS=(busctl --system)
+OBJ=(org.cuzk.Prover1 /org/cuzk/Prover1 org.cuzk.Prover1)
+WATCHDOG_SECS="$(sed -n 's/^WatchdogSec=\([0-9]*\)s\?$/\1/p' "$REPO/systemd/cuzk.service")"
+MAX_EXPOSURE=2.0

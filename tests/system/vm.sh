@@ -23,12 +23,6 @@ HERE="$(cd "$(dirname "$0")" && pwd)"
 REPO="$(cd "$HERE/../.." && pwd)"
 . "$HERE/lib.sh"
 
-SOCK=/run/cuzk/cuzk.sock
-ADDR="unix://$SOCK"
-BUS=(busctl --system)
-OBJ=(org.cuzk.Prover1 /org/cuzk/Prover1 org.cuzk.Prover1)
-WATCHDOG_SECS="$(sed -n 's/^WatchdogSec=\([0-9]*\)s\?$/\1/p' "$REPO/systemd/cuzk.service")"
-MAX_EXPOSURE=2.0
 
 # What the VM's root filesystem holds besides Debian's minbase: booted.sh's packages
 # (systemd as init, the system bus), a kernel with its initramfs, and sshd, the channel the
