@@ -583,17 +583,30 @@ fn synth_bench(c1: Option<PathBuf>, rounds: usize, compiled_only: bool) -> Resul
             Ok(job.synthesize_with(0, p)?)
         }
     };
+    // Where a compiled synthesis's time went.
+    let stages = |t: &cuzk_filecoin::SynthesisTimings| match t.compiled {
+        Some(c) => format!(
+            "circuit {:.3} s, gadgets {:.3} s ({} part(s) in parallel), join {:.3} s, products and check {:.3} s",
+            t.circuit.as_secs_f64(),
+            c.assign.as_secs_f64(),
+            c.parts,
+            c.join.as_secs_f64(),
+            c.products.as_secs_f64()
+        ),
+        None => format!("circuit {:.3} s", t.circuit.as_secs_f64()),
+    };
     clear_compiled();
     let t = Instant::now();
-    let (recorded, _) = synth(compiled_path)?;
+    let (recorded, rt) = synth(compiled_path)?;
     let record = t.elapsed();
     let compiled = compiled_for(&job.circuit_key()).context("no compiled circuit after recording")?;
-    println!("  recording (first use): {:.3} s; compiled circuit: {compiled}", record.as_secs_f64());
+    println!("  recording (first use): {:.3} s ({}); compiled circuit: {compiled}", record.as_secs_f64(), stages(&rt));
     if compiled_only {
+        drop(recorded);
         for round in 1..=rounds {
             let t = Instant::now();
-            synth(compiled_path)?;
-            println!("  round {round}: compiled {:.3} s (not compared)", t.elapsed().as_secs_f64());
+            let (_, ft) = synth(compiled_path)?;
+            println!("  round {round}: compiled {:.3} s ({}; not compared)", t.elapsed().as_secs_f64(), stages(&ft));
         }
         println!("  peak RSS {}", peak_rss());
         return Ok(());
@@ -610,11 +623,11 @@ fn synth_bench(c1: Option<PathBuf>, rounds: usize, compiled_only: bool) -> Resul
             bail!("round {round}: the compiled path's witness differs from the reference");
         }
         println!(
-            "  round {round}: reference {:.3} s (circuit {:.3}), compiled {:.3} s (circuit {:.3}); witnesses equal",
+            "  round {round}: reference {:.3} s ({}), compiled {:.3} s ({}); witnesses equal",
             r.as_secs_f64(),
-            rt.circuit.as_secs_f64(),
+            stages(&rt),
             f.as_secs_f64(),
-            ft.circuit.as_secs_f64()
+            stages(&ft)
         );
         best_ref = best_ref.min(r);
         best_fast = best_fast.min(f);

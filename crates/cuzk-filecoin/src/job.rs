@@ -21,6 +21,9 @@ pub struct SynthesisTimings {
     pub synthesis: Duration,
     /// Which path made the witness (see [`crate::synthesis`]).
     pub run: Option<SynthesisRun>,
+    /// The compiled path's stages: gadgets for assignments (parts in parallel), joining the
+    /// parts, sparse products (None on the reference path).
+    pub compiled: Option<cuzk_groth16::compiled::CompiledTimings>,
 }
 
 /// Time of the last step: NI-PoRep aggregation and verification.
@@ -149,13 +152,18 @@ pub(crate) fn synthesize_partition<C: bellpepper_core::Circuit<blstrs::Scalar> +
         c
     };
     let start = std::time::Instant::now();
-    let crate::synthesis::Synthesized { witness, run, first_unsatisfied } =
+    let crate::synthesis::Synthesized { witness, run, first_unsatisfied, timings } =
         crate::synthesis::synthesize(key, path, make, pieces, |e| ProofError::Synthesis {
             partition: k,
             reason: e.to_string(),
         })?;
     let circuit = circuit_time.get();
-    let t = SynthesisTimings { circuit, synthesis: start.elapsed().saturating_sub(circuit), run: Some(run) };
+    let t = SynthesisTimings {
+        circuit,
+        synthesis: start.elapsed().saturating_sub(circuit),
+        run: Some(run),
+        compiled: timings,
+    };
     Ok((witness, t, first_unsatisfied))
 }
 

@@ -289,15 +289,16 @@ impl<Tree: 'static + MerkleTreeTrait> ShapeJob for Shaped<Tree> {
                 Some(k),
             )
         };
-        // The challenges in consecutive groups, one circuit each, for parallel witnesses:
-        // storage-proofs-porep 19 synthesizes a partition's challenges one after the other,
-        // each in a top-level namespace "challenge_<i>" after the public values.
+        // One circuit per challenge, for parallel synthesis: storage-proofs-porep 19
+        // synthesizes a partition's challenges one after the other, each in a top-level
+        // namespace "challenge_<i>" after the public values. Parts of one challenge each
+        // leave rayon free to balance them, also across partitions synthesized at once
+        // (18 challenges of a 32 GiB partition on 16 cores).
         let challenges = &self.vanilla[k];
-        let groups = challenges.len().min(rayon::current_num_threads()).max(1);
+        let groups = challenges.len().max(1);
         let parts = || -> Result<Vec<_>, ProofError> {
-            let per = challenges.len().div_ceil(groups);
             challenges
-                .chunks(per)
+                .chunks(1)
                 .map(|group| {
                     <Compound<Tree> as CompoundProof<Drg<Tree>, _>>::circuit(
                         &self.public_inputs,

@@ -2,13 +2,13 @@
 //! (cuzk_groth16::compiled; the default) or the reference path
 //! (`PartitionWitness::synthesize`).
 //!
-//! The first partition of a proof type is synthesized with recording, which gives its
-//! witness and the compiled circuit; the compiled circuit is kept in memory for the
-//! process's life, keyed by the proof type, and every later partition of that type runs
-//! witness-only synthesis and sparse products. A later circuit whose counts differ from the
-//! recording, or whose compiled witness does not satisfy its constraints, is synthesized
-//! again on the reference path and its circuit recorded anew: a compiled circuit can cost
-//! time, never a correct input.
+//! The first partition of a proof type is synthesized with recording (its parts in
+//! parallel where the kind gives them), which gives the compiled circuit and, through it,
+//! the witness; the compiled circuit is kept in memory for the process's life, keyed by the
+//! proof type, and every later partition of that type runs witness-only synthesis and
+//! sparse products. A later circuit whose counts differ from the recording, or whose
+//! compiled witness does not satisfy its constraints, is recorded anew, and that recording's
+//! own witness is what is checked: a compiled circuit can cost time, never a correct input.
 //!
 //! With [`set_compiled_dir`], a recording is also saved to a file (format version, circuit
 //! key and content hash checked on load) and found there after a restart; a file of another
@@ -23,7 +23,9 @@ use std::time::Instant;
 
 use bellpepper_core::{Circuit, SynthesisError};
 use blstrs::Scalar;
-use cuzk_groth16::compiled::{compile, synthesize_compiled, synthesize_compiled_pieces, CompiledCircuit};
+use cuzk_groth16::compiled::{
+    compile_pieces, synthesize_compiled, synthesize_compiled_pieces, CompiledCircuit, CompiledTimings, CompiledWitness,
+};
 use cuzk_groth16::PartitionWitness;
 
 /// Which synthesis path.
@@ -122,10 +124,28 @@ pub fn clear_compiled() {
     cache().lock().unwrap_or_else(|p| p.into_inner()).clear();
 }
 
-fn record<C: Circuit<Scalar>>(key: &str, circuit: C) -> Result<PartitionWitness, SynthesisError> {
+/// Records the circuit (its parts in parallel, when given; the whole circuit if the parts
+/// fail to join) and keeps the compiled circuit under `key`, saved to its file when a
+/// directory is set.
+fn record<C: Circuit<Scalar> + Send, E>(
+    key: &str,
+    make: &dyn Fn() -> Result<C, E>,
+    pieces: Option<&Pieces<'_, C, E>>,
+    synth_err: &dyn Fn(SynthesisError) -> E,
+) -> Result<CompiledWitness, E> {
     let t = Instant::now();
-    let (w, compiled) = compile(circuit)?;
-    log::info!("compiled circuit {key}: {compiled}, recorded in {:.2} s", t.elapsed().as_secs_f64());
+    let recorded = match pieces {
+        Some(p) => match compile_pieces((p.parts)()?, Some(p.marker)) {
+            Ok(r) => Ok(r),
+            Err(e) => {
+                log::warn!("compiled circuit {key}: recording its parts failed ({e}); recording it whole");
+                compile_pieces(vec![make()?], None)
+            }
+        },
+        None => compile_pieces(vec![make()?], None),
+    };
+    let (w, compiled) = recorded.map_err(synth_err)?;
+    log::info!("compiled circuit {key}: {compiled}, recorded in {:.2} s ({:?})", t.elapsed().as_secs_f64(), w.timings);
     if let Some(path) = file_of(key) {
         let saved = path.parent().map_or(Ok(()), std::fs::create_dir_all).and_then(|()| compiled.save(key, &path));
         match saved {
@@ -148,23 +168,24 @@ pub struct Pieces<'a, C, E> {
 
 /// A partition's witness, how it was made, and its first constraint with a * b != c (None:
 /// it satisfies its circuit). Every path checks it once: the compiled paths while
-/// evaluating a, b, c, the others after synthesis.
+/// evaluating a, b, c, the reference path after synthesis.
 pub struct Synthesized {
     pub witness: PartitionWitness,
     pub run: SynthesisRun,
     pub first_unsatisfied: Option<usize>,
+    /// The compiled paths' stages (None on the reference path).
+    pub timings: Option<CompiledTimings>,
 }
 
 impl Synthesized {
-    fn checked(witness: PartitionWitness, run: SynthesisRun) -> Synthesized {
-        let first_unsatisfied = witness.first_unsatisfied();
-        Synthesized { witness, run, first_unsatisfied }
+    fn compiled(w: CompiledWitness, run: SynthesisRun) -> Synthesized {
+        Synthesized { witness: w.witness, run, first_unsatisfied: w.first_unsatisfied, timings: Some(w.timings) }
     }
 }
 
 /// The witness of the circuit `make()` builds (it may be called twice), by `path`; circuits
 /// of one `key` must have one structure (a proof type's partitions do). With `pieces`, a
-/// compiled run generates the witness from the parts in parallel.
+/// compiled run (recording included) synthesizes the parts in parallel.
 pub fn synthesize<C: Circuit<Scalar> + Send, E>(
     key: &str,
     path: SynthesisPath,
@@ -173,39 +194,45 @@ pub fn synthesize<C: Circuit<Scalar> + Send, E>(
     synth_err: impl Fn(SynthesisError) -> E,
 ) -> Result<Synthesized, E> {
     if path == SynthesisPath::Reference {
-        let w = PartitionWitness::synthesize(make()?).map_err(&synth_err)?;
-        return Ok(Synthesized::checked(w, SynthesisRun::Reference));
+        let witness = PartitionWitness::synthesize(make()?).map_err(&synth_err)?;
+        let first_unsatisfied = witness.first_unsatisfied();
+        return Ok(Synthesized { witness, run: SynthesisRun::Reference, first_unsatisfied, timings: None });
     }
     let (compiled, from_file) = match compiled_for(key) {
         Some(c) => (c, false),
         None => match load_saved(key) {
             Some(c) => (c, true),
             None => {
-                let w = record(key, make()?).map_err(&synth_err)?;
-                return Ok(Synthesized::checked(w, SynthesisRun::Recorded));
+                let w = record(key, &make, pieces.as_ref(), &synth_err)?;
+                return Ok(Synthesized::compiled(w, SynthesisRun::Recorded));
             }
         },
     };
-    let fast = match pieces {
-        Some(p) => synthesize_compiled_pieces((p.parts)()?, p.marker, &compiled),
+    let fast = match &pieces {
+        Some(p) => match synthesize_compiled_pieces((p.parts)()?, p.marker, &compiled) {
+            Ok(r) => Ok(r),
+            Err(e) => {
+                log::warn!("{key}: the parts' witnesses failed to join ({e}); synthesizing the whole circuit");
+                synthesize_compiled(make()?, &compiled)
+            }
+        },
         None => synthesize_compiled(make()?, &compiled),
     };
     let run = if from_file { SynthesisRun::Loaded } else { SynthesisRun::Compiled };
     match fast.map_err(&synth_err)? {
-        Ok((witness, None)) => Ok(Synthesized { witness, run, first_unsatisfied: None }),
-        Ok((witness, Some(c))) if path == SynthesisPath::CompiledUnchecked => {
-            Ok(Synthesized { witness, run, first_unsatisfied: Some(c) })
+        Ok(w) if w.first_unsatisfied.is_none() || path == SynthesisPath::CompiledUnchecked => {
+            Ok(Synthesized::compiled(w, run))
         }
         outcome => {
             match outcome {
                 Err(mismatch) => log::warn!("{key}: {mismatch}; recording it again"),
                 Ok(_) => log::warn!(
                     "{key}: the compiled circuit's witness does not satisfy its constraints; \
-                     synthesizing on the reference path and recording the circuit again"
+                     recording the circuit again"
                 ),
             }
-            let w = record(key, make()?).map_err(&synth_err)?;
-            Ok(Synthesized::checked(w, SynthesisRun::Rebuilt))
+            let w = record(key, &make, pieces.as_ref(), &synth_err)?;
+            Ok(Synthesized::compiled(w, SynthesisRun::Rebuilt))
         }
     }
 }

@@ -2,13 +2,14 @@
 //! the circuit only for its variable assignments and gets a, b and c as sparse
 //! matrix-vector products.
 //!
-//! - [`RecordingCs`] synthesizes a circuit the way [`WitnessCs`] does (same witness) and
-//!   records the A, B and C rows of every constraint: [`compile`].
+//! - [`RecordingCs`] records assignments and the A, B and C rows of every constraint:
+//!   [`compile`], or [`compile_pieces`] for a circuit given as parts recorded in parallel.
 //! - [`WitnessOnlyCs`] records assignments only. Its `enforce` never calls the closures that
 //!   build linear combinations, which is where most of the synthesis time goes.
 //! - [`CompiledCircuit::witness`] turns assignments into a [`PartitionWitness`] equal to
 //!   `WitnessCs`'s: a, b, c evaluated row by row in parallel, densities taken from the
-//!   recorded structure.
+//!   recorded structure. A recording makes its own witness the same way, so the recorded
+//!   circuit and the witness it gives are one computation.
 //!
 //! Architecture invariant: a compiled circuit is used only for a circuit of the same
 //! structure. Filecoin's circuits do not change shape with their values, so one recording
@@ -24,7 +25,9 @@ use ff::{Field, PrimeField};
 use rayon::prelude::*;
 use std::collections::HashMap;
 
-use crate::witness::{Density, PartitionWitness, WitnessCs};
+use crate::witness::{Density, PartitionWitness};
+#[cfg(doc)]
+use crate::witness::WitnessCs;
 
 /// Coefficient ids with their own fast path.
 const COEFF_ONE: u32 = 0;
@@ -148,29 +151,31 @@ impl CompiledCircuit {
 
     /// As [`CompiledCircuit::witness`], and the first constraint with a * b != c (as
     /// `PartitionWitness::first_unsatisfied` gives it), checked in the same pass over the
-    /// rows.
+    /// rows. a, b and c are written once, in parallel, into vectors that were never
+    /// zero-filled.
     pub fn witness_checked(&self, inputs: Vec<Scalar>, aux: Vec<Scalar>) -> (PartitionWitness, Option<usize>) {
         use std::sync::atomic::{AtomicUsize, Ordering};
         assert_eq!((inputs.len(), aux.len()), (self.num_inputs, self.num_aux));
         const ROWS: usize = 1 << 12;
         let n = self.num_constraints();
-        let (mut a, mut b, mut c) = (vec![Scalar::ZERO; n], vec![Scalar::ZERO; n], vec![Scalar::ZERO; n]);
         let first_bad = AtomicUsize::new(usize::MAX);
-        a.par_chunks_mut(ROWS)
-            .zip(b.par_chunks_mut(ROWS))
-            .zip(c.par_chunks_mut(ROWS))
-            .enumerate()
-            .for_each(|(k, ((pa, pb), pc))| {
-                for j in 0..pa.len() {
-                    let row = k * ROWS + j;
-                    pa[j] = self.eval_row(&self.a, row, &inputs, &aux);
-                    pb[j] = self.eval_row(&self.b, row, &inputs, &aux);
-                    pc[j] = self.eval_row(&self.c, row, &inputs, &aux);
-                    if pa[j] * pb[j] != pc[j] {
-                        first_bad.fetch_min(row, Ordering::Relaxed);
-                    }
+        let chunks: Vec<usize> = (0..n.div_ceil(ROWS)).map(|k| ROWS.min(n - k * ROWS)).collect();
+        let [a, b, c] = par_build3(&chunks, |k, [pa, pb, pc]| {
+            for j in 0..pa.len() {
+                let row = k * ROWS + j;
+                let (va, vb, vc) = (
+                    self.eval_row(&self.a, row, &inputs, &aux),
+                    self.eval_row(&self.b, row, &inputs, &aux),
+                    self.eval_row(&self.c, row, &inputs, &aux),
+                );
+                if va * vb != vc {
+                    first_bad.fetch_min(row, Ordering::Relaxed);
                 }
-            });
+                pa[j].write(va);
+                pb[j].write(vb);
+                pc[j].write(vc);
+            }
+        });
         let bad = first_bad.into_inner();
         let w = PartitionWitness {
             a,
@@ -184,6 +189,62 @@ impl CompiledCircuit {
         };
         (w, (bad != usize::MAX).then_some(bad))
     }
+}
+
+/// Vectors of total length `lens.iter().sum()` whose parts, of lengths `lens` in order, are
+/// written by `fill(part, slices)` in parallel, without filling them first. `fill` must
+/// write every element of its slices (checked: the vectors are not handed out otherwise).
+fn par_build_n<T: Copy + Send + Sync, const N: usize>(
+    lens: &[usize],
+    fill: impl Fn(usize, [&mut [std::mem::MaybeUninit<T>]; N]) + Sync,
+) -> [Vec<T>; N] {
+    let total: usize = lens.iter().sum();
+    let mut out: [Vec<T>; N] = std::array::from_fn(|_| Vec::with_capacity(total));
+    {
+        let mut parts: Vec<[&mut [std::mem::MaybeUninit<T>]; N]> = Vec::with_capacity(lens.len());
+        let mut rest: [&mut [std::mem::MaybeUninit<T>]; N] = {
+            let mut it = out.iter_mut().map(|v| &mut v.spare_capacity_mut()[..total]);
+            std::array::from_fn(|_| it.next().expect("N vectors"))
+        };
+        for &len in lens {
+            let mut heads: [&mut [std::mem::MaybeUninit<T>]; N] = std::array::from_fn(|_| Default::default());
+            for (h, r) in heads.iter_mut().zip(rest.iter_mut()) {
+                let (x, y) = std::mem::take(r).split_at_mut(len);
+                *h = x;
+                *r = y;
+            }
+            parts.push(heads);
+        }
+        parts.into_par_iter().enumerate().for_each(|(k, s)| fill(k, s));
+    }
+    for v in out.iter_mut() {
+        // SAFETY: `fill` wrote each of the `total` elements (its contract; T is Copy, so a
+        // fill that panicked leaves nothing to drop: the vectors are then never read).
+        unsafe { v.set_len(total) };
+    }
+    out
+}
+
+fn par_build3<T: Copy + Send + Sync>(
+    lens: &[usize],
+    fill: impl Fn(usize, [&mut [std::mem::MaybeUninit<T>]; 3]) + Sync,
+) -> [Vec<T>; 3] {
+    par_build_n(lens, fill)
+}
+
+fn par_build<T: Copy + Send + Sync>(lens: &[usize], fill: impl Fn(usize, &mut [std::mem::MaybeUninit<T>]) + Sync) -> Vec<T> {
+    let [v] = par_build_n(lens, |k, [s]| fill(k, s));
+    v
+}
+
+/// Copies `src` into `dst` (same length).
+fn write_all<T: Copy>(dst: &mut [std::mem::MaybeUninit<T>], src: impl IntoIterator<Item = T>) {
+    let mut n = 0;
+    for (d, s) in dst.iter_mut().zip(src) {
+        d.write(s);
+        n += 1;
+    }
+    assert_eq!(n, dst.len(), "a part's length changed while it was copied");
 }
 
 /// Rows of one matrix as recorded, columns tagged (input or aux, local to the CS).
@@ -232,6 +293,7 @@ impl Rows {
         self.coeffs.extend(other.coeffs.iter().map(|&id| ids[id as usize]));
     }
 
+    /// The matrix, tagged columns turned into z = inputs ++ aux indices.
     fn finish(self, num_inputs: usize) -> Matrix {
         let cols = self
             .cols
@@ -258,7 +320,6 @@ fn tag_aux(i: usize) -> u32 {
     i as u32
 }
 
-/// Distinct coefficients, ONE and -ONE first.
 struct Dictionary {
     values: Vec<Scalar>,
     ids: HashMap<[u8; 32], u32>,
@@ -282,137 +343,76 @@ impl Dictionary {
             next
         })
     }
+
+    /// Our ids of `other`'s coefficients (added when new).
+    fn merge(&mut self, other: &Dictionary) -> Vec<u32> {
+        other.values.iter().map(|v| self.id(v)).collect()
+    }
 }
 
-/// A constraint system that records the witness (as [`WitnessCs`]) and every constraint's
-/// rows. Extensible like `WitnessCs`.
-pub struct RecordingCs {
-    w: WitnessCs,
+/// What a recording constraint system keeps besides assignments.
+#[derive(Default)]
+struct Recorder {
     rows: [Rows; 3],
     dict: Dictionary,
 }
 
-impl RecordingCs {
-    pub(crate) fn input_count(&self) -> usize {
-        self.w.counts().0
-    }
+/// Counts when a marked top-level namespace began.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Mark {
+    inputs: usize,
+    aux: usize,
+    constraints: usize,
+    /// Terms of A, B and C so far (recording only).
+    terms: [usize; 3],
 }
 
-impl ConstraintSystem<Scalar> for RecordingCs {
-    type Root = Self;
-
-    fn new() -> Self {
-        RecordingCs {
-            w: WitnessCs::new(),
-            rows: [Rows::new(), Rows::new(), Rows::new()],
-            dict: Dictionary::default(),
-        }
-    }
-
-    fn alloc<F, A, AR>(&mut self, name: A, f: F) -> Result<Variable, SynthesisError>
-    where
-        F: FnOnce() -> Result<Scalar, SynthesisError>,
-        A: FnOnce() -> AR,
-        AR: Into<String>,
-    {
-        self.w.alloc(name, f)
-    }
-
-    fn alloc_input<F, A, AR>(&mut self, name: A, f: F) -> Result<Variable, SynthesisError>
-    where
-        F: FnOnce() -> Result<Scalar, SynthesisError>,
-        A: FnOnce() -> AR,
-        AR: Into<String>,
-    {
-        self.w.alloc_input(name, f)
-    }
-
-    fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, a: LA, b: LB, c: LC)
-    where
-        A: FnOnce() -> AR,
-        AR: Into<String>,
-        LA: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
-        LB: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
-        LC: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
-    {
-        let (a, b, c) = (a(LinearCombination::zero()), b(LinearCombination::zero()), c(LinearCombination::zero()));
-        for (rows, lc) in self.rows.iter_mut().zip([&a, &b, &c]) {
-            rows.push(lc, &mut self.dict);
-        }
-        self.w.push_constraint(&a, &b, &c);
-    }
-
-    fn push_namespace<NR, N>(&mut self, _: N)
-    where
-        NR: Into<String>,
-        N: FnOnce() -> NR,
-    {
-    }
-
-    fn pop_namespace(&mut self) {}
-
-    fn get_root(&mut self) -> &mut Self::Root {
-        self
-    }
-
-    fn is_extensible() -> bool {
-        true
-    }
-
-    fn extend(&mut self, other: &Self) {
-        let (inputs, aux) = self.w.counts();
-        let ids: Vec<u32> = other.dict.values.iter().map(|v| self.dict.id(v)).collect();
-        for (mine, theirs) in self.rows.iter_mut().zip(&other.rows) {
-            mine.extend(theirs, inputs, aux, &ids);
-        }
-        self.w.extend(&other.w);
-    }
-}
-
-/// Synthesizes `circuit` once, recording its constraints: the witness (equal to
-/// [`PartitionWitness::synthesize`]'s) and the compiled circuit for later proofs.
-pub fn compile<C: Circuit<Scalar>>(
-    circuit: C,
-) -> Result<(PartitionWitness, CompiledCircuit), SynthesisError> {
-    let mut cs = RecordingCs::new();
-    crate::witness::synthesize_into(&mut cs, circuit)?;
-    let RecordingCs { w, rows, dict } = cs;
-    let w = w.into_witness();
-    let num_inputs = w.input_assignment.len();
-    let [a, b, c] = rows;
-    let compiled = CompiledCircuit {
-        num_inputs,
-        num_aux: w.aux_assignment.len(),
-        a: a.finish(num_inputs),
-        b: b.finish(num_inputs),
-        c: c.finish(num_inputs),
-        dictionary: dict.values,
-        a_aux_density: w.a_aux_density.clone(),
-        b_input_density: w.b_input_density.clone(),
-        b_aux_density: w.b_aux_density.clone(),
-    };
-    Ok((w, compiled))
-}
-
-/// A constraint system that records assignments only: `enforce` counts the constraint and
-/// builds nothing. With a marker, it also notes the counts at the start of each top-level
-/// namespace whose name starts with the marker (see [`synthesize_compiled_pieces`]).
-#[derive(Default)]
-pub struct WitnessOnlyCs {
+/// The constraint system of the compiled path: it records assignments, and with
+/// `RECORD` also every constraint's A, B and C rows (that is [`RecordingCs`]; without it,
+/// [`WitnessOnlyCs`], whose `enforce` never calls the closures that build linear
+/// combinations, where most of the synthesis time goes). With a marker, it notes the counts
+/// at the start of each top-level namespace whose name starts with the marker (see
+/// [`synthesize_compiled_pieces`]). Extensible: a sub-system made with `new()` records
+/// like its parent and joins it with `extend`.
+pub struct AssignmentCs<const RECORD: bool> {
     inputs: Vec<Scalar>,
     aux: Vec<Scalar>,
     constraints: usize,
     depth: usize,
     marker: Option<&'static str>,
-    /// (inputs, aux, constraints) when each marked namespace began.
-    marks: Vec<(usize, usize, usize)>,
+    marks: Vec<Mark>,
+    recorder: Option<Box<Recorder>>,
 }
 
-impl ConstraintSystem<Scalar> for WitnessOnlyCs {
+/// Assignments only.
+pub type WitnessOnlyCs = AssignmentCs<false>;
+/// Assignments and the constraints' rows: what [`compile`] records with.
+pub type RecordingCs = AssignmentCs<true>;
+
+impl<const RECORD: bool> AssignmentCs<RECORD> {
+    fn with_marker(marker: Option<&'static str>) -> Self {
+        AssignmentCs {
+            inputs: Vec::new(),
+            aux: Vec::new(),
+            constraints: 0,
+            depth: 0,
+            marker,
+            marks: Vec::new(),
+            recorder: RECORD.then(|| Box::new(Recorder { rows: [Rows::new(), Rows::new(), Rows::new()], dict: Dictionary::default() })),
+        }
+    }
+
+    fn mark(&self) -> Mark {
+        let terms = self.recorder.as_ref().map_or([0; 3], |r| std::array::from_fn(|m| r.rows[m].cols.len()));
+        Mark { inputs: self.inputs.len(), aux: self.aux.len(), constraints: self.constraints, terms }
+    }
+}
+
+impl<const RECORD: bool> ConstraintSystem<Scalar> for AssignmentCs<RECORD> {
     type Root = Self;
 
     fn new() -> Self {
-        Self::default()
+        Self::with_marker(None)
     }
 
     fn alloc<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
@@ -435,7 +435,7 @@ impl ConstraintSystem<Scalar> for WitnessOnlyCs {
         Ok(Variable::new_unchecked(Index::Input(self.inputs.len() - 1)))
     }
 
-    fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, _: LA, _: LB, _: LC)
+    fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, a: LA, b: LB, c: LC)
     where
         A: FnOnce() -> AR,
         AR: Into<String>,
@@ -444,6 +444,12 @@ impl ConstraintSystem<Scalar> for WitnessOnlyCs {
         LC: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
     {
         self.constraints += 1;
+        if let Some(r) = self.recorder.as_deref_mut() {
+            let Recorder { rows, dict } = r;
+            rows[0].push(&a(LinearCombination::zero()), dict);
+            rows[1].push(&b(LinearCombination::zero()), dict);
+            rows[2].push(&c(LinearCombination::zero()), dict);
+        }
     }
 
     fn push_namespace<NR, N>(&mut self, name: N)
@@ -454,7 +460,7 @@ impl ConstraintSystem<Scalar> for WitnessOnlyCs {
         if self.depth == 0 {
             if let Some(m) = self.marker {
                 if name().into().starts_with(m) {
-                    self.marks.push((self.inputs.len(), self.aux.len(), self.constraints));
+                    self.marks.push(self.mark());
                 }
             }
         }
@@ -474,11 +480,232 @@ impl ConstraintSystem<Scalar> for WitnessOnlyCs {
     }
 
     fn extend(&mut self, other: &Self) {
+        if let (Some(mine), Some(theirs)) = (self.recorder.as_deref_mut(), other.recorder.as_deref()) {
+            let ids = mine.dict.merge(&theirs.dict);
+            for (m, t) in mine.rows.iter_mut().zip(&theirs.rows) {
+                m.extend(t, self.inputs.len(), self.aux.len(), &ids);
+            }
+        }
         // The first input of `other` is its temporary ONE.
         self.inputs.extend_from_slice(other.inputs.get(1..).unwrap_or(&[]));
         self.aux.extend_from_slice(&other.aux);
         self.constraints += other.constraints;
     }
+}
+
+/// Where the time of a compiled synthesis went.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CompiledTimings {
+    /// Running the circuit's gadgets for assignments (and rows, when recording), the parts
+    /// in parallel.
+    pub assign: std::time::Duration,
+    /// Joining the parts (and, when recording, building the matrices and densities).
+    pub join: std::time::Duration,
+    /// a, b and c as sparse products, with the satisfaction check.
+    pub products: std::time::Duration,
+    /// Parts synthesized apart.
+    pub parts: usize,
+}
+
+/// A compiled witness, its first constraint with a * b != c (None: satisfied), and its
+/// timings.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CompiledWitness {
+    pub witness: PartitionWitness,
+    pub first_unsatisfied: Option<usize>,
+    pub timings: CompiledTimings,
+}
+
+/// The parts synthesized in parallel, each in its own constraint system.
+fn run_parts<C: Circuit<Scalar> + Send, const RECORD: bool>(
+    parts: Vec<C>,
+    marker: Option<&'static str>,
+) -> Result<Vec<AssignmentCs<RECORD>>, SynthesisError> {
+    parts
+        .into_par_iter()
+        .map(|circuit| {
+            let mut cs = AssignmentCs::<RECORD>::with_marker(marker);
+            cs.alloc_input(|| "one", || Ok(Scalar::ONE))?;
+            circuit.synthesize(&mut cs)?;
+            Ok(cs)
+        })
+        .collect()
+}
+
+/// Assignments (and rows) of a whole circuit joined from its parts.
+struct Joined {
+    inputs: Vec<Scalar>,
+    aux: Vec<Scalar>,
+    /// The circuit's own constraints (without the input constraints).
+    constraints: usize,
+    recorder: Option<Box<Recorder>>,
+}
+
+/// Joins parts that each hold the common prefix and a run of the pieces: the first part
+/// whole, then every later one from its first mark on. A prefix variable that a piece
+/// refers to is the first part's (the prefixes are equal: checked by their counts). A part
+/// without a mark, or with another prefix, is refused.
+fn join<const RECORD: bool>(mut runs: Vec<AssignmentCs<RECORD>>) -> Result<Joined, SynthesisError> {
+    if runs.len() == 1 {
+        let r = runs.pop().expect("one part");
+        return Ok(Joined { inputs: r.inputs, aux: r.aux, constraints: r.constraints, recorder: r.recorder });
+    }
+    let prefix = runs.first().and_then(|r| r.marks.first().copied()).ok_or(SynthesisError::Unsatisfiable)?;
+    // Where each part's contribution starts in its own counts (the first: at 0).
+    let mut from = Vec::with_capacity(runs.len());
+    for (j, r) in runs.iter().enumerate() {
+        let m = *r.marks.first().ok_or(SynthesisError::Unsatisfiable)?;
+        if (m.inputs, m.aux, m.constraints, m.terms) != (prefix.inputs, prefix.aux, prefix.constraints, prefix.terms) {
+            return Err(SynthesisError::Unsatisfiable);
+        }
+        from.push(if j == 0 { Mark::default() } else { m });
+    }
+    // Where each part's contribution goes in the whole.
+    let mut to = Vec::with_capacity(runs.len());
+    let mut at = Mark::default();
+    for (r, f) in runs.iter().zip(&from) {
+        to.push(at);
+        at.inputs += r.inputs.len() - f.inputs;
+        at.aux += r.aux.len() - f.aux;
+        at.constraints += r.constraints - f.constraints;
+        if let Some(rec) = r.recorder.as_deref() {
+            for m in 0..3 {
+                at.terms[m] += rec.rows[m].cols.len() - f.terms[m];
+            }
+        }
+    }
+    let lens = |count: &dyn Fn(&AssignmentCs<RECORD>, &Mark) -> usize| -> Vec<usize> {
+        runs.iter().zip(&from).map(|(r, f)| count(r, f)).collect()
+    };
+    let inputs = par_build(&lens(&|r, f| r.inputs.len() - f.inputs), |j, d| {
+        write_all(d, runs[j].inputs[from[j].inputs..].iter().copied())
+    });
+    let aux = par_build(&lens(&|r, f| r.aux.len() - f.aux), |j, d| write_all(d, runs[j].aux[from[j].aux..].iter().copied()));
+    let recorder = if RECORD {
+        let mut dict = Dictionary::default();
+        let ids: Vec<Vec<u32>> = runs
+            .iter()
+            .map(|r| r.recorder.as_deref().map_or_else(Vec::new, |rec| dict.merge(&rec.dict)))
+            .collect();
+        let rows: [Rows; 3] = std::array::from_fn(|m| {
+            let rec = |j: usize| &runs[j].recorder.as_deref().expect("recording parts").rows[m];
+            // A column of part j in the whole: its prefix as the first part's, its own after.
+            let col = |j: usize, c: u32| -> u32 {
+                let (f, t) = (&from[j], &to[j]);
+                if c & INPUT_TAG != 0 {
+                    let i = (c & !INPUT_TAG) as usize;
+                    if i < f.inputs.max(1) { c } else { tag_input(i - f.inputs + t.inputs) }
+                } else if (c as usize) < f.aux {
+                    c
+                } else {
+                    tag_aux(c as usize - f.aux + t.aux)
+                }
+            };
+            let row_lens = lens(&|r, f| r.constraints - f.constraints);
+            let term_lens = lens(&|r, f| r.recorder.as_deref().map_or(0, |x| x.rows[m].cols.len()) - f.terms[m]);
+            let mut start = par_build(&row_lens, |j, d| {
+                let s = &rec(j).start[from[j].constraints + 1..];
+                let base = (to[j].terms[m] as u64).wrapping_sub(from[j].terms[m] as u64);
+                write_all(d, s.iter().map(|x| x.wrapping_add(base)));
+            });
+            start.insert(0, 0);
+            let cols = par_build(&term_lens, |j, d| {
+                write_all(d, rec(j).cols[from[j].terms[m]..].iter().map(|&c| col(j, c)))
+            });
+            let coeffs = par_build(&term_lens, |j, d| {
+                write_all(d, rec(j).coeffs[from[j].terms[m]..].iter().map(|&id| ids[j][id as usize]))
+            });
+            Rows { start, cols, coeffs }
+        });
+        Some(Box::new(Recorder { rows, dict }))
+    } else {
+        None
+    };
+    Ok(Joined { inputs, aux, constraints: at.constraints, recorder })
+}
+
+/// A matrix's columns in `range` as a density (bit i: column range.start + i occurs).
+fn density_of(m: &Matrix, range: std::ops::Range<usize>) -> Density {
+    let words = range.len().div_ceil(64);
+    let bits = m
+        .cols
+        .par_chunks(1 << 20)
+        .fold(
+            || vec![0u64; words],
+            |mut w, chunk| {
+                for &c in chunk {
+                    let c = c as usize;
+                    if range.contains(&c) {
+                        let i = c - range.start;
+                        w[i / 64] |= 1 << (i % 64);
+                    }
+                }
+                w
+            },
+        )
+        .reduce(
+            || vec![0u64; words],
+            |mut x, y| {
+                x.iter_mut().zip(&y).for_each(|(a, b)| *a |= b);
+                x
+            },
+        );
+    Density::from_words(bits, range.len()).expect("bits within the range")
+}
+
+/// The compiled circuit of joined recorded parts: the input constraints (`x * 0 = 0` for
+/// each input, as the reference appends them) added, densities read off the matrices.
+fn compiled_of(joined: &mut Joined) -> CompiledCircuit {
+    let Recorder { mut rows, dict } = *joined.recorder.take().expect("a recording");
+    let (ni, na) = (joined.inputs.len(), joined.aux.len());
+    for i in 0..ni {
+        rows[0].cols.push(tag_input(i));
+        rows[0].coeffs.push(COEFF_ONE);
+        for r in rows.iter_mut() {
+            r.start.push(r.cols.len() as u64);
+        }
+    }
+    let [a, b, c] = rows;
+    let (a, b, c) = (a.finish(ni), b.finish(ni), c.finish(ni));
+    let a_aux_density = density_of(&a, ni..ni + na);
+    let b_input_density = density_of(&b, 0..ni);
+    let b_aux_density = density_of(&b, ni..ni + na);
+    CompiledCircuit {
+        num_inputs: ni,
+        num_aux: na,
+        a,
+        b,
+        c,
+        dictionary: dict.values,
+        a_aux_density,
+        b_input_density,
+        b_aux_density,
+    }
+}
+
+/// Synthesizes `circuit` once, recording its constraints: the witness (equal to
+/// [`PartitionWitness::synthesize`]'s) and the compiled circuit for later proofs.
+pub fn compile<C: Circuit<Scalar> + Send>(circuit: C) -> Result<(PartitionWitness, CompiledCircuit), SynthesisError> {
+    let (w, compiled) = compile_pieces(vec![circuit], None)?;
+    Ok((w.witness, compiled))
+}
+
+/// As [`compile`] for a circuit given as parts (see [`synthesize_compiled_pieces`]): the
+/// parts recorded in parallel and joined. With `marker` None, `parts` is one whole circuit.
+pub fn compile_pieces<C: Circuit<Scalar> + Send>(
+    parts: Vec<C>,
+    marker: Option<&'static str>,
+) -> Result<(CompiledWitness, CompiledCircuit), SynthesisError> {
+    let t0 = std::time::Instant::now();
+    let count = parts.len();
+    let runs = run_parts::<C, true>(parts, marker)?;
+    let assign = t0.elapsed();
+    let mut joined = join(runs)?;
+    let compiled = compiled_of(&mut joined);
+    let join_time = t0.elapsed() - assign;
+    let (witness, first_unsatisfied) = compiled.witness_checked(joined.inputs, joined.aux);
+    let timings = CompiledTimings { assign, join: join_time, products: t0.elapsed() - assign - join_time, parts: count };
+    Ok((CompiledWitness { witness, first_unsatisfied, timings }, compiled))
 }
 
 /// As [`synthesize_compiled`] for a circuit made of a common prefix and then pieces, each
@@ -493,76 +720,50 @@ pub fn synthesize_compiled_pieces<C: Circuit<Scalar> + Send>(
     parts: Vec<C>,
     marker: &'static str,
     compiled: &CompiledCircuit,
-) -> Result<Result<(PartitionWitness, Option<usize>), CompiledMismatch>, SynthesisError> {
-    let t0 = std::time::Instant::now();
-    let count = parts.len();
-    let runs: Vec<WitnessOnlyCs> = parts
-        .into_par_iter()
-        .map(|circuit| {
-            let mut cs = WitnessOnlyCs { marker: Some(marker), ..Default::default() };
-            cs.alloc_input(|| "one", || Ok(Scalar::ONE))?;
-            circuit.synthesize(&mut cs)?;
-            Ok(cs)
-        })
-        .collect::<Result<_, SynthesisError>>()?;
-    let witness_time = t0.elapsed();
-    let mut whole = WitnessOnlyCs::default();
-    // One copy into vectors of the final size (the counts are checked below).
-    whole.inputs.reserve_exact(runs.iter().map(|r| r.inputs.len()).sum());
-    whole.aux.reserve_exact(runs.iter().map(|r| r.aux.len()).sum());
-    for (j, run) in runs.into_iter().enumerate() {
-        let Some(&(i0, a0, c0)) = run.marks.first() else {
-            return Err(SynthesisError::Unsatisfiable);
-        };
-        let (i0, a0, c0) = if j == 0 { (0, 0, 0) } else { (i0, a0, c0) };
-        whole.inputs.extend_from_slice(&run.inputs[i0..]);
-        whole.aux.extend_from_slice(&run.aux[a0..]);
-        whole.constraints += run.constraints - c0;
-    }
-    let join_time = t0.elapsed() - witness_time;
-    let r = finish_compiled(whole, compiled);
-    log::debug!(
-        "compiled synthesis: {count} parts witness-only in {:.3} s, joined in {:.3} s, a/b/c and check in {:.3} s",
-        witness_time.as_secs_f64(),
-        join_time.as_secs_f64(),
-        (t0.elapsed() - witness_time - join_time).as_secs_f64()
-    );
-    r
+) -> Result<Result<CompiledWitness, CompiledMismatch>, SynthesisError> {
+    witness_of_parts(parts, Some(marker), compiled)
 }
 
 /// Synthesizes `circuit` for its assignments only and evaluates a, b, c from `compiled`:
 /// equal to [`PartitionWitness::synthesize`] for a circuit of the compiled structure, with
 /// its first unsatisfied constraint (checked in the same pass). Counts that differ from
 /// the recording are refused.
-pub fn synthesize_compiled<C: Circuit<Scalar>>(
+pub fn synthesize_compiled<C: Circuit<Scalar> + Send>(
     circuit: C,
     compiled: &CompiledCircuit,
-) -> Result<Result<(PartitionWitness, Option<usize>), CompiledMismatch>, SynthesisError> {
-    let mut cs = WitnessOnlyCs::new();
-    cs.alloc_input(|| "one", || Ok(Scalar::ONE))?;
-    circuit.synthesize(&mut cs)?;
-    finish_compiled(cs, compiled)
+) -> Result<Result<CompiledWitness, CompiledMismatch>, SynthesisError> {
+    witness_of_parts(vec![circuit], None, compiled)
 }
 
-fn finish_compiled(
-    cs: WitnessOnlyCs,
+fn witness_of_parts<C: Circuit<Scalar> + Send>(
+    parts: Vec<C>,
+    marker: Option<&'static str>,
     compiled: &CompiledCircuit,
-) -> Result<Result<(PartitionWitness, Option<usize>), CompiledMismatch>, SynthesisError> {
+) -> Result<Result<CompiledWitness, CompiledMismatch>, SynthesisError> {
+    let t0 = std::time::Instant::now();
+    let count = parts.len();
+    let runs = run_parts::<C, false>(parts, marker)?;
+    let assign = t0.elapsed();
+    let joined = join(runs)?;
+    let join_time = t0.elapsed() - assign;
     // One `x * 0 = 0` constraint per input, as the reference appends.
-    let constraints = cs.constraints + cs.inputs.len();
-    if (cs.inputs.len(), cs.aux.len(), constraints)
+    let constraints = joined.constraints + joined.inputs.len();
+    if (joined.inputs.len(), joined.aux.len(), constraints)
         != (compiled.num_inputs, compiled.num_aux, compiled.num_constraints())
     {
         return Ok(Err(CompiledMismatch {
             want_inputs: compiled.num_inputs,
             want_aux: compiled.num_aux,
             want_constraints: compiled.num_constraints(),
-            inputs: cs.inputs.len(),
-            aux: cs.aux.len(),
+            inputs: joined.inputs.len(),
+            aux: joined.aux.len(),
             constraints,
         }));
     }
-    Ok(Ok(compiled.witness_checked(cs.inputs, cs.aux)))
+    let (witness, first_unsatisfied) = compiled.witness_checked(joined.inputs, joined.aux);
+    let timings = CompiledTimings { assign, join: join_time, products: t0.elapsed() - assign - join_time, parts: count };
+    log::debug!("compiled synthesis: {timings:?}");
+    Ok(Ok(CompiledWitness { witness, first_unsatisfied, timings }))
 }
 
 /// The file format of a saved compiled circuit: bump when the layout or the recording

@@ -150,31 +150,12 @@ impl PartitionWitness {
 }
 
 /// A constraint system that knows how many inputs it holds.
-pub(crate) trait CountsInputs: ConstraintSystem<Scalar> {
-    fn input_count(&self) -> usize;
-}
-
-impl CountsInputs for WitnessCs {
-    fn input_count(&self) -> usize {
-        self.w.input_assignment.len()
-    }
-}
-
-impl CountsInputs for crate::compiled::RecordingCs {
-    fn input_count(&self) -> usize {
-        self.input_count()
-    }
-}
-
 /// bellperson's synthesis: ONE as input 0, the circuit, then one `x * 0 = 0` constraint
 /// per input.
-pub(crate) fn synthesize_into<CS: CountsInputs, C: Circuit<Scalar>>(
-    cs: &mut CS,
-    circuit: C,
-) -> Result<(), SynthesisError> {
+fn synthesize_into<C: Circuit<Scalar>>(cs: &mut WitnessCs, circuit: C) -> Result<(), SynthesisError> {
     cs.alloc_input(|| "one", || Ok(Scalar::ONE))?;
     circuit.synthesize(cs)?;
-    for i in 0..cs.input_count() {
+    for i in 0..cs.w.input_assignment.len() {
         cs.enforce(|| "", |lc| lc + Variable::new_unchecked(Index::Input(i)), |lc| lc, |lc| lc);
     }
     Ok(())
@@ -191,11 +172,6 @@ pub struct WitnessCs {
 impl WitnessCs {
     pub fn into_witness(self) -> PartitionWitness {
         self.w
-    }
-
-    /// (inputs, aux) allocated so far.
-    pub(crate) fn counts(&self) -> (usize, usize) {
-        (self.w.input_assignment.len(), self.w.aux_assignment.len())
     }
 
     /// Records one constraint given its built linear combinations.

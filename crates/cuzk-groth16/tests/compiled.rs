@@ -5,7 +5,7 @@
 
 use bellpepper_core::{Circuit, ConstraintSystem, SynthesisError};
 use blstrs::Scalar;
-use cuzk_groth16::compiled::{compile, synthesize_compiled, CompiledCircuit};
+use cuzk_groth16::compiled::{compile, compile_pieces, synthesize_compiled, CompiledCircuit};
 use cuzk_groth16::testing::SyntheticCircuit;
 use cuzk_groth16::PartitionWitness;
 use ff::Field;
@@ -30,8 +30,8 @@ fn compiled_witnesses_equal_the_reference_for_other_witnesses() {
             let got = synthesize_compiled(synthetic(constraints, seed), &compiled)
                 .unwrap()
                 .expect("same structure");
-            assert_eq!(got.1, None, "satisfied");
-            assert_eq!(got.0, want, "{constraints} constraints, seed {seed}");
+            assert_eq!(got.first_unsatisfied, None, "satisfied");
+            assert_eq!(got.witness, want, "{constraints} constraints, seed {seed}");
         }
     }
 }
@@ -86,17 +86,17 @@ fn pieces_joined_with_extend_compile_to_the_same_witness() {
     let (recorded, compiled) = compile(Pieces { pieces: 7, seed: 1 }).unwrap();
     assert_eq!(recorded, reference);
     let want = PartitionWitness::synthesize(Pieces { pieces: 7, seed: 9 }).unwrap();
-    let (got, bad) = synthesize_compiled(Pieces { pieces: 7, seed: 9 }, &compiled).unwrap().unwrap();
-    assert_eq!((got, bad), (want, None));
+    let got = synthesize_compiled(Pieces { pieces: 7, seed: 9 }, &compiled).unwrap().unwrap();
+    assert_eq!((got.witness, got.first_unsatisfied), (want, None));
     assert!(compiled.dictionary_len() >= 3, "ONE, -ONE and 5");
 }
 
 #[test]
 fn the_check_in_the_evaluation_pass_finds_the_first_unsatisfied_constraint() {
     let (_, compiled) = compile(synthetic(5000, 1)).unwrap();
-    let (w, bad) = synthesize_compiled(synthetic(5000, 2), &compiled.perturbed()).unwrap().unwrap();
-    assert!(bad.is_some(), "B replaced by A cannot satisfy a * a = c everywhere");
-    assert_eq!(bad, w.first_unsatisfied());
+    let got = synthesize_compiled(synthetic(5000, 2), &compiled.perturbed()).unwrap().unwrap();
+    assert!(got.first_unsatisfied.is_some(), "B replaced by A cannot satisfy a * a = c everywhere");
+    assert_eq!(got.first_unsatisfied, got.witness.first_unsatisfied());
 }
 
 #[test]
@@ -135,12 +135,57 @@ fn pieces_synthesized_apart_in_parallel_join_to_the_whole_witness() {
         let got = cuzk_groth16::compiled::synthesize_compiled_pieces(parts, "piece_", &compiled)
             .unwrap()
             .expect("same structure");
-        assert_eq!(got, (want.clone(), None), "cut {cuts:?}");
+        assert_eq!((got.witness, got.first_unsatisfied), (want.clone(), None), "cut {cuts:?}");
+        assert_eq!(got.timings.parts, cuts.len());
     }
     // Parts that leave a piece out are refused by their counts.
     let parts = vec![Ranged { range: 0..3, seed: 4 }, Ranged { range: 4..7, seed: 4 }];
     let err = cuzk_groth16::compiled::synthesize_compiled_pieces(parts, "piece_", &compiled).unwrap();
     assert!(err.is_err());
+}
+
+/// Recording in parallel: parts recorded apart and joined give the compiled circuit of the
+/// whole circuit recorded in one piece (matrices, dictionary order, densities), and its
+/// witness is the reference's; parts whose prefixes differ are refused.
+#[test]
+fn pieces_recorded_apart_in_parallel_join_to_the_whole_compiled_circuit() {
+    let (whole_witness, whole) = compile(Ranged { range: 0..7, seed: 3 }).unwrap();
+    let reference = PartitionWitness::synthesize(Ranged { range: 0..7, seed: 3 }).unwrap();
+    assert_eq!(whole_witness, reference, "recording gives the reference witness");
+    for cuts in [vec![0..7], vec![0..3, 3..7], vec![0..1, 1..2, 2..5, 5..7]] {
+        let parts = cuts.iter().map(|r| Ranged { range: r.clone(), seed: 3 }).collect();
+        let (got, compiled) = compile_pieces(parts, Some("piece_")).unwrap();
+        assert!(compiled == whole, "cut {cuts:?}: the joined recording differs from the whole one");
+        assert_eq!((got.witness, got.first_unsatisfied), (reference.clone(), None), "cut {cuts:?}");
+        assert_eq!(got.timings.parts, cuts.len());
+    }
+    // A part whose prefix is longer than the first part's is refused.
+    struct Longer(Ranged);
+    impl Circuit<Scalar> for Longer {
+        fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
+            cs.alloc(|| "extra", || Ok(Scalar::ONE))?;
+            self.0.synthesize(cs)
+        }
+    }
+    let err = compile_pieces(
+        vec![Either::L(Ranged { range: 0..3, seed: 3 }), Either::R(Longer(Ranged { range: 3..7, seed: 3 }))],
+        Some("piece_"),
+    );
+    assert!(err.is_err(), "parts with different prefixes must not join");
+}
+
+enum Either<A, B> {
+    L(A),
+    R(B),
+}
+
+impl<A: Circuit<Scalar>, B: Circuit<Scalar>> Circuit<Scalar> for Either<A, B> {
+    fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
+        match self {
+            Either::L(a) => a.synthesize(cs),
+            Either::R(b) => b.synthesize(cs),
+        }
+    }
 }
 
 #[test]
