@@ -5,6 +5,7 @@
 mod client;
 mod gpu_bench;
 mod kinds_bench;
+mod engine_bench;
 mod shape_bench;
 
 use std::path::{Path, PathBuf};
@@ -129,6 +130,10 @@ enum Cmd {
     /// The prover at a partition's shape (e.g. 32 GiB) on shape-only inputs: stage times,
     /// VRAM and host memory, ratio to the goal (a benchmark; its proofs cannot verify).
     ShapeBench(shape_bench::ShapeBenchArgs),
+    /// N proofs of a shape-only C1 output (e.g. 32 GiB) through the engine, never the daemon:
+    /// per-proof time, GPU busy fraction, timeline, peak RSS and VRAM (a benchmark on random
+    /// parameters; its proofs cannot verify).
+    EngineBench(engine_bench::EngineBenchArgs),
     /// WinningPoSt, a WindowPoSt partition and SnapDeals on the 2 KiB fixtures, cuzk against
     /// filecoin-proofs' own provers in the same run (real inputs: the proofs verify).
     KindsBench {
@@ -476,6 +481,7 @@ fn run(cli: Cli) -> Result<()> {
         Cmd::Metrics => block_on(client::metrics(&daemon))?,
         Cmd::GpuBench(args) => gpu_bench::run(&args)?,
         Cmd::ShapeBench(args) => shape_bench::run(&args)?,
+        Cmd::EngineBench(args) => engine_bench::run(&args)?,
         Cmd::KindsBench { backend, rounds } => {
             let be = select_backend(backend)?;
             kinds_bench::run(be.as_ref(), rounds)?

@@ -1,0 +1,319 @@
+//! `cuzk-bench engine-bench`: N PoRep proofs of one shape-only C1 output through cuzk's
+//! engine (its queue, memory budget, synthesis threads and device workers), never the daemon.
+//!
+//! Its runner is the engine's PoRep flow with two bench-only differences, because a
+//! shape-only input (cuzk_filecoin::shape_c1) can never satisfy its circuit or verify:
+//! partitions are synthesized with `PoRepJob::synthesize_unchecked`, and the proofs are
+//! not verified. The parameters are random with the exact section sizes of the circuit
+//! (cuzk_groth16::shape::random_srs), held by the runner rather than the engine's residency.
+//! Everything else (compiled synthesis, `cuzk_groth16::prove` on the device, the engine's
+//! scheduling) is the production code. The output says all of this.
+//!
+//! It prints each proof's wall time, the steady-state time per proof, the GPU busy
+//! fraction, a timeline of synthesis and GPU stages, peak host RSS and peak VRAM.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use cuzk_engine::{
+    partition_footprint, CancelToken, Device, Engine, EngineConfig, JobPlan, JobRequest, ProofKind, ProofOutput,
+    ProofRunner, ProveContext, RunError, SrsRef, Synthesized,
+};
+use cuzk_filecoin::synthesis::SynthesisPath;
+use cuzk_filecoin::{parse_c1, PoRepJob};
+use cuzk_groth16::Backend;
+use cuzk_groth16::{PartitionWitness, Srs};
+
+#[derive(clap::Args)]
+pub struct EngineBenchArgs {
+    /// A shape-only C1 output (`cuzk-bench gen-fixture --sector-size 32GiB --shape-only`).
+    #[arg(long)]
+    pub c1: PathBuf,
+    /// Proofs submitted at once.
+    #[arg(long, default_value_t = 3)]
+    pub proofs: usize,
+    #[arg(long, value_enum, default_value = "gpu")]
+    pub backend: crate::shape_bench::ShapeBackend,
+    /// The engine's synthesis threads.
+    #[arg(long, default_value_t = 1)]
+    pub synthesis_workers: usize,
+    /// Proving workers on the device.
+    #[arg(long, default_value_t = 1)]
+    pub gpu_workers: usize,
+    /// Host memory budget in GiB [default: the engine's, 3/4 of the machine's memory].
+    #[arg(long)]
+    pub memory_budget_gib: Option<u64>,
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+}
+
+/// One span of the timeline, from the bench's start.
+#[derive(Clone, Debug)]
+struct Span {
+    job: usize,
+    partition: usize,
+    gpu: bool,
+    start: Duration,
+    end: Duration,
+}
+
+struct Timeline {
+    t0: Instant,
+    spans: Mutex<Vec<Span>>,
+}
+
+impl Timeline {
+    fn record<R>(&self, job: usize, partition: usize, gpu: bool, f: impl FnOnce() -> R) -> R {
+        let start = self.t0.elapsed();
+        let r = f();
+        let end = self.t0.elapsed();
+        self.spans.lock().unwrap_or_else(|p| p.into_inner()).push(Span { job, partition, gpu, start, end });
+        r
+    }
+}
+
+/// The engine's PoRep flow for shape-only inputs (see the module doc).
+struct ShapeRunner {
+    srs: Arc<Srs>,
+    footprint: u64,
+    timeline: Arc<Timeline>,
+}
+
+struct Work {
+    index: usize,
+    job: PoRepJob,
+    first: PartitionWitness,
+}
+
+fn job_index(request: &JobRequest) -> usize {
+    request.request_id.rsplit('-').next().and_then(|s| s.parse().ok()).unwrap_or(0)
+}
+
+fn run_error(e: impl std::fmt::Display) -> RunError {
+    RunError::Prove(e.to_string())
+}
+
+impl ShapeRunner {
+    fn synthesize_partition(&self, index: usize, job: &PoRepJob, k: usize) -> Result<PartitionWitness, RunError> {
+        self.timeline.record(index, k, false, || {
+            job.synthesize_unchecked(k, SynthesisPath::CompiledUnchecked).map(|(w, _, _)| w).map_err(run_error)
+        })
+    }
+}
+
+impl ProofRunner for ShapeRunner {
+    fn plan(&self, _: &JobRequest) -> Result<JobPlan, RunError> {
+        // As FilecoinRunner plans a multi-partition job: two witnesses at once (pipelined).
+        Ok(JobPlan { srs: None, footprint_bytes: 2 * self.footprint })
+    }
+
+    fn synthesize(&self, request: &JobRequest, _: &JobPlan, cancel: &CancelToken) -> Result<Synthesized, RunError> {
+        cancel.check()?;
+        let index = job_index(request);
+        let input = parse_c1(&request.vanilla_proof).map_err(|e| RunError::BadRequest(e.to_string()))?;
+        let job = PoRepJob::new(&input).map_err(run_error)?;
+        let first = self.synthesize_partition(index, &job, 0)?;
+        Ok(Synthesized(Box::new(Work { index, job, first })))
+    }
+
+    fn prove(&self, work: Synthesized, ctx: ProveContext<'_>) -> Result<ProofOutput, RunError> {
+        let Work { index, job, first } = *work.0.downcast::<Work>().map_err(|_| run_error("another runner's work"))?;
+        let overlap = ctx.backend.name() != cuzk_groth16::CpuBackend.name();
+        let proofs = cuzk_engine::runner::pipeline_partitions(
+            job.partitions(),
+            Some(first),
+            overlap,
+            |k| {
+                ctx.cancel.check()?;
+                self.synthesize_partition(index, &job, k)
+            },
+            |k, w| {
+                ctx.cancel.check()?;
+                let (r, s) = cuzk_groth16::prover::random_blinding(&mut rand::rngs::OsRng);
+                let (proof, _) = self.timeline.record(index, k, true, || cuzk_groth16::prove(ctx.backend, &self.srs, w, r, s)).map_err(run_error)?;
+                Ok(proof)
+            },
+        )?;
+        // Shape-only: the proofs cannot verify, so none is attempted (bench only).
+        let mut bytes = Vec::new();
+        for p in &proofs {
+            bytes.extend_from_slice(&p.to_bytes());
+        }
+        Ok(ProofOutput { proof: bytes, synthesis: Duration::ZERO, verify: Duration::ZERO })
+    }
+
+    fn srs_for_circuit(&self, circuit_id: &str) -> Result<SrsRef, RunError> {
+        Err(RunError::BadRequest(format!("engine-bench holds its own random parameters, not {circuit_id:?}")))
+    }
+}
+
+fn vm_hwm_gib() -> f64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| s.lines().find(|l| l.starts_with("VmHWM:")).and_then(|l| l.split_whitespace().nth(1)?.parse::<f64>().ok()))
+        .map_or(0.0, |kb| kb / (1u64 << 20) as f64)
+}
+
+pub fn run(args: &EngineBenchArgs) -> Result<()> {
+    let raw = std::fs::read(&args.c1).with_context(|| format!("reading {}", args.c1.display()))?;
+    if !cuzk_filecoin::shape_c1::is_shape_only(&raw) {
+        bail!(
+            "{}: engine-bench takes shape-only C1 outputs (gen-fixture --shape-only); real inputs go through \
+             cuzkd (cuzk-bench batch), where every proof is verified",
+            args.c1.display()
+        );
+    }
+    let input = parse_c1(&raw)?;
+    let job = PoRepJob::new(&input)?;
+    let partitions = job.partitions();
+    println!(
+        "engine-bench: {:?}, {} proofs of {partitions} partitions through the engine, {} synthesis worker(s), {} \
+         device worker(s), backend {:?}, {} cores",
+        input.registered_proof(),
+        args.proofs,
+        args.synthesis_workers,
+        args.gpu_workers,
+        args.backend,
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    );
+    println!(
+        "SHAPE-ONLY INPUT AND RANDOM PARAMETERS: these proofs cannot verify and are not verified (a benchmark, \
+         never a proof); the daemon verifies every proof"
+    );
+    // The compiled circuit is recorded once per proof type and process, as the daemon does
+    // on its first proof of a type; its witness gives the parameters' shape.
+    let t = Instant::now();
+    let (w, _, _) = job.synthesize_unchecked(0, SynthesisPath::CompiledUnchecked)?;
+    let shape = cuzk_groth16::prover::required_shape(&w);
+    drop(w);
+    println!("  compiled circuit recorded in {:.1} s (before the run)", t.elapsed().as_secs_f64());
+    let t = Instant::now();
+    let srs = Arc::new(cuzk_groth16::shape::random_srs(&shape, args.seed));
+    println!(
+        "  random parameters of shape {:?}: {:.1} GB in {:.1} s",
+        shape,
+        shape.point_bytes() as f64 / 1e9,
+        t.elapsed().as_secs_f64()
+    );
+    drop(job);
+
+    let gpu = match args.backend {
+        crate::shape_bench::ShapeBackend::Gpu => Some(Arc::new(
+            cuzk_gpu::GpuBackend::open(0, cuzk_gpu::VramBudget::default()).context("GPU backend unavailable")?,
+        )),
+        crate::shape_bench::ShapeBackend::Cpu => None,
+    };
+    let device = match &gpu {
+        Some(g) => Device::new(format!("gpu0 {}", g.device().name), g.clone()),
+        None => Device::cpu(),
+    }
+    .with_workers(args.gpu_workers);
+    let state = std::env::temp_dir().join(format!("cuzk-engine-bench-{}", std::process::id()));
+    let mut config = EngineConfig::new(&state);
+    config.synthesis_workers = args.synthesis_workers;
+    config.gpu_workers_per_device = args.gpu_workers;
+    if let Some(g) = args.memory_budget_gib {
+        config.host_memory_budget_bytes = g << 30;
+    }
+    config.max_spool_bytes = (raw.len() as u64 + (1 << 20)) * (args.proofs as u64 + 1);
+    let timeline = Arc::new(Timeline { t0: Instant::now(), spans: Mutex::new(Vec::new()) });
+    let footprint = partition_footprint(&shape);
+    println!(
+        "  engine: host memory budget {:.1} GiB, each job reserves {:.1} GiB (two partition witnesses by the \
+         engine's formula)",
+        config.host_memory_budget_bytes as f64 / (1u64 << 30) as f64,
+        2.0 * footprint as f64 / (1u64 << 30) as f64
+    );
+    let runner = Arc::new(ShapeRunner { srs: srs.clone(), footprint, timeline: timeline.clone() });
+    let engine = Engine::start(config, runner, vec![device])?;
+
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let t0 = timeline.t0;
+    let mut ids = Vec::new();
+    for i in 0..args.proofs {
+        let request = JobRequest {
+            request_id: format!("engine-bench-{}-{i}", std::process::id()),
+            vanilla_proof: raw.clone(),
+            sector_size: u64::from(input.registered_proof().sector_size()),
+            ..JobRequest::new(ProofKind::PoRepSealCommit)
+        };
+        ids.push(engine.submit(request)?.job_id);
+    }
+    let mut done = Vec::new();
+    for id in &ids {
+        let outcome = rt.block_on(engine.await_job(id, None))?;
+        let cuzk_engine::AwaitOutcome::Done(r) = outcome else { bail!("job {id} did not finish") };
+        if r.status != cuzk_engine::JobStatus::Completed {
+            bail!("job {id}: {:?}: {}", r.status, r.error.clone().unwrap_or_default());
+        }
+        done.push((id.clone(), t0.elapsed(), r.proof.len()));
+    }
+    let _ = engine.drain(Duration::from_secs(5));
+    let _ = std::fs::remove_dir_all(&state);
+
+    let spans = timeline.spans.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    print_report(&spans, &done, partitions);
+    println!("  peak host RSS {:.1} GiB (the random parameters' host copy included: {:.1} GB)", vm_hwm_gib(), shape.point_bytes() as f64 / 1e9);
+    if let Some(g) = &gpu {
+        let c = g.arena_counters();
+        println!("  peak VRAM (arena high water) {:.1} GiB of a {:.1} GiB budget", c.high_water as f64 / (1u64 << 30) as f64, c.budget as f64 / (1u64 << 30) as f64);
+    }
+    Ok(())
+}
+
+fn secs(d: Duration) -> f64 {
+    d.as_secs_f64()
+}
+
+fn print_report(spans: &[Span], done: &[(String, Duration, usize)], partitions: usize) {
+    let mut spans = spans.to_vec();
+    spans.sort_by_key(|s| s.start);
+    println!("  timeline (s from submission; S = synthesis of a partition on the CPU, G = its proof on the device):");
+    for s in &spans {
+        println!(
+            "    {} job {} partition {:>2}  {:>8.2} .. {:>8.2}  ({:.2} s)",
+            if s.gpu { "G" } else { "S" },
+            s.job,
+            s.partition,
+            secs(s.start),
+            secs(s.end),
+            secs(s.end - s.start)
+        );
+    }
+    let mut prev = Duration::ZERO;
+    for (i, (id, at, bytes)) in done.iter().enumerate() {
+        println!("  proof {i} ({id}): done at {:.1} s, {:.1} s after the previous, {bytes} bytes", secs(*at), secs(*at - prev));
+        prev = *at;
+    }
+    let gpu: Vec<&Span> = spans.iter().filter(|s| s.gpu).collect();
+    let synth: Vec<&Span> = spans.iter().filter(|s| !s.gpu).collect();
+    let busy: Duration = gpu.iter().map(|s| s.end - s.start).sum();
+    if let (Some(first), Some(last)) = (gpu.first(), gpu.iter().map(|s| s.end).max()) {
+        let window = last - first.start;
+        println!(
+            "  GPU busy {:.1}% from its first to its last partition ({:.1} s of {:.1} s; {} partitions, {:.2} s each on average)",
+            100.0 * secs(busy) / secs(window).max(1e-9),
+            secs(busy),
+            secs(window),
+            gpu.len(),
+            secs(busy) / gpu.len() as f64
+        );
+    }
+    if !synth.is_empty() {
+        let total: Duration = synth.iter().map(|s| s.end - s.start).sum();
+        println!("  synthesis: {} partitions, {:.2} s each on average", synth.len(), secs(total) / synth.len() as f64);
+    }
+    if done.len() >= 2 {
+        let steady = (done[done.len() - 1].1 - done[0].1) / (done.len() as u32 - 1);
+        println!(
+            "=== engine-bench: steady state {:.1} s per proof ({} partitions each; from the first proof's end to the last's), first proof {:.1} s ===",
+            secs(steady),
+            partitions,
+            secs(done[0].1)
+        );
+    } else if let Some((_, at, _)) = done.first() {
+        println!("=== engine-bench: one proof in {:.1} s ===", secs(*at));
+    }
+}

@@ -1,0 +1,21 @@
+#!/bin/bash
+# `cuzk-bench engine-bench` on the lent GPU machine: N proofs of the 32 GiB shape-only C1
+# (written there; cannot verify) through the engine on the H200, random parameters of the
+# exact shape. From the release binary built here and carried gzipped in device-carry/:
+#
+#   device run: bash crates/cuzk-gpu/device-engine.sh        carry: ["device-carry"]
+#
+# CUZK_PROOFS (3), CUZK_SYNTH_WORKERS (1) and CUZK_GPU_WORKERS (1) set the run. Logs go to $OUT.
+set -u -o pipefail
+OUT=${OUT:-/tmp/out}
+mkdir -p "$OUT" /tmp/bin /tmp/s32
+gunzip -c device-carry/cuzk-bench.gz > /tmp/bin/cuzk-bench && chmod +x /tmp/bin/cuzk-bench
+export RUST_BACKTRACE=1 RUST_LOG=${RUST_LOG:-warn} CUZK_REQUIRE_GPU=1
+nvidia-smi --query-gpu=name,driver_version,memory.used,memory.total --format=csv | tee "$OUT/nvidia-smi.txt"
+echo "date: $(date -u); $(nproc) cores; $(free -g | awk '/Mem:/{print $2}') GiB" | tee "$OUT/machine.txt"
+/tmp/bin/cuzk-bench gen-fixture --sector-size 32GiB --shape-only --out /tmp/s32 > "$OUT/gen.txt" 2>&1 || exit 1
+/usr/bin/time -v /tmp/bin/cuzk-bench engine-bench --c1 /tmp/s32/c1.shape-only.json --proofs "${CUZK_PROOFS:-3}" \
+  --synthesis-workers "${CUZK_SYNTH_WORKERS:-1}" --gpu-workers "${CUZK_GPU_WORKERS:-1}" > "$OUT/engine-32gib.txt" 2>&1
+status=$?
+grep -v "^\s*$" "$OUT/engine-32gib.txt" | grep -v "^\s*S job\|^\s*G job" | tail -45
+exit $status
