@@ -62,6 +62,8 @@ struct Span {
 struct Timeline {
     t0: Instant,
     spans: Mutex<Vec<Span>>,
+    /// Every partition's prove() stages, summed, and how many.
+    stages: Mutex<(cuzk_groth16::ProveTimings, u32)>,
 }
 
 impl Timeline {
@@ -132,7 +134,13 @@ impl ProofRunner for ShapeRunner {
             |k, w| {
                 ctx.cancel.check()?;
                 let (r, s) = cuzk_groth16::prover::random_blinding(&mut rand::rngs::OsRng);
-                let (proof, _) = self.timeline.record(index, k, true, || cuzk_groth16::prove(ctx.backend, &self.srs, w, r, s)).map_err(run_error)?;
+                let (proof, t) = self
+                    .timeline
+                    .record(index, k, true, || cuzk_groth16::prove(ctx.backend, &self.srs, w, r, s))
+                    .map_err(run_error)?;
+                let mut st = self.timeline.stages.lock().unwrap_or_else(|p| p.into_inner());
+                st.0.accumulate(&t);
+                st.1 += 1;
                 Ok(proof)
             },
         )?;
@@ -218,7 +226,7 @@ pub fn run(args: &EngineBenchArgs) -> Result<()> {
         config.host_memory_budget_bytes = g << 30;
     }
     config.max_spool_bytes = (raw.len() as u64 + (1 << 20)) * (args.proofs as u64 + 1);
-    let timeline = Arc::new(Timeline { t0: Instant::now(), spans: Mutex::new(Vec::new()) });
+    let timeline = Arc::new(Timeline { t0: Instant::now(), spans: Mutex::new(Vec::new()), stages: Default::default() });
     let footprint = partition_footprint(&shape);
     println!(
         "  engine: host memory budget {:.1} GiB, each job reserves {:.1} GiB (two partition witnesses by the \
@@ -248,13 +256,31 @@ pub fn run(args: &EngineBenchArgs) -> Result<()> {
         if r.status != cuzk_engine::JobStatus::Completed {
             bail!("job {id}: {:?}: {}", r.status, r.error.clone().unwrap_or_default());
         }
-        done.push((id.clone(), t0.elapsed(), r.proof.len()));
+        done.push((id.clone(), t0.elapsed(), r.proof.len(), r.timings.gpu_compute));
     }
     let _ = engine.drain(Duration::from_secs(5));
     let _ = std::fs::remove_dir_all(&state);
 
     let spans = timeline.spans.lock().unwrap_or_else(|p| p.into_inner()).clone();
     print_report(&spans, &done, partitions);
+    let (st, n) = *timeline.stages.lock().unwrap_or_else(|p| p.into_inner());
+    if n > 0 {
+        let avg = |d: Duration| d.as_secs_f64() / n as f64;
+        println!(
+            "  prove() stages, average of {n} partitions: H step {:.2} s, H MSM {:.2} s, split after H {:.2} s (beside H \
+             {:.2} s), L {:.2} s, A {:.2} s, B_G1 {:.2} s, B_G2 {:.2} s, assembly {:.3} s; sum {:.2} s",
+            avg(st.ntt_h),
+            avg(st.msm_h),
+            avg(st.split),
+            avg(st.split_beside_h),
+            avg(st.msm_l),
+            avg(st.msm_a),
+            avg(st.msm_b_g1),
+            avg(st.msm_b_g2),
+            avg(st.assembly),
+            avg(st.total())
+        );
+    }
     println!("  peak host RSS {:.1} GiB (the random parameters' host copy included: {:.1} GB)", vm_hwm_gib(), shape.point_bytes() as f64 / 1e9);
     if let Some(g) = &gpu {
         let c = g.arena_counters();
@@ -267,10 +293,16 @@ fn secs(d: Duration) -> f64 {
     d.as_secs_f64()
 }
 
-fn print_report(spans: &[Span], done: &[(String, Duration, usize)], partitions: usize) {
+/// Per proof: its id, when it was done, its bytes, and its time inside backend calls.
+type Done = (String, Duration, usize, Duration);
+
+fn print_report(spans: &[Span], done: &[Done], partitions: usize) {
     let mut spans = spans.to_vec();
     spans.sort_by_key(|s| s.start);
-    println!("  timeline (s from submission; S = synthesis of a partition on the CPU, G = its proof on the device):");
+    println!(
+        "  timeline (s from submission; S = synthesis of a partition on the CPU, G = its prove() on a device worker, \
+         CPU stages included):"
+    );
     for s in &spans {
         println!(
             "    {} job {} partition {:>2}  {:>8.2} .. {:>8.2}  ({:.2} s)",
@@ -283,20 +315,31 @@ fn print_report(spans: &[Span], done: &[(String, Duration, usize)], partitions: 
         );
     }
     let mut prev = Duration::ZERO;
-    for (i, (id, at, bytes)) in done.iter().enumerate() {
-        println!("  proof {i} ({id}): done at {:.1} s, {:.1} s after the previous, {bytes} bytes", secs(*at), secs(*at - prev));
+    for (i, (id, at, bytes, inside)) in done.iter().enumerate() {
+        println!(
+            "  proof {i} ({id}): done at {:.1} s, {:.1} s after the previous, {bytes} bytes, {:.1} s inside backend calls",
+            secs(*at),
+            secs(*at - prev),
+            secs(*inside)
+        );
         prev = *at;
     }
     let gpu: Vec<&Span> = spans.iter().filter(|s| s.gpu).collect();
     let synth: Vec<&Span> = spans.iter().filter(|s| !s.gpu).collect();
     let busy: Duration = gpu.iter().map(|s| s.end - s.start).sum();
     if let (Some(first), Some(last)) = (gpu.first(), gpu.iter().map(|s| s.end).max()) {
-        let window = last - first.start;
+        let window = secs(last - first.start).max(1e-9);
+        let inside: Duration = done.iter().map(|d| d.3).sum();
         println!(
-            "  GPU busy {:.1}% from its first to its last partition ({:.1} s of {:.1} s; {} partitions, {:.2} s each on average)",
-            100.0 * secs(busy) / secs(window).max(1e-9),
-            secs(busy),
-            secs(window),
+            "  GPU busy {:.1}% from its first to its last partition: {:.1} s inside backend calls (NTT, MSM, their \
+             transfers) of {:.1} s",
+            100.0 * secs(inside) / window,
+            secs(inside),
+            window
+        );
+        println!(
+            "  a device worker in prove() {:.1}% of that time ({} partitions, {:.2} s each on average)",
+            100.0 * secs(busy) / window,
             gpu.len(),
             secs(busy) / gpu.len() as f64
         );
@@ -313,7 +356,7 @@ fn print_report(spans: &[Span], done: &[(String, Duration, usize)], partitions: 
             partitions,
             secs(done[0].1)
         );
-    } else if let Some((_, at, _)) = done.first() {
+    } else if let Some((_, at, _, _)) = done.first() {
         println!("=== engine-bench: one proof in {:.1} s ===", secs(*at));
     }
 }

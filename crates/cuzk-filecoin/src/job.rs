@@ -141,14 +141,14 @@ pub(crate) fn synthesize_partition<C: bellpepper_core::Circuit<blstrs::Scalar> +
     key: &str,
     path: SynthesisPath,
     k: usize,
-    circuit: impl Fn() -> anyhow::Result<C>,
+    circuit: impl Fn() -> anyhow::Result<C> + Sync,
     pieces: Option<crate::synthesis::Pieces<'_, C, ProofError>>,
 ) -> Result<(PartitionWitness, SynthesisTimings, Option<usize>), ProofError> {
-    let circuit_time = std::cell::Cell::new(Duration::ZERO);
+    let circuit_time = std::sync::Mutex::new(Duration::ZERO);
     let make = || {
         let start = std::time::Instant::now();
         let c = circuit().map_err(|e| circuit_error(k, e));
-        circuit_time.set(circuit_time.get() + start.elapsed());
+        *circuit_time.lock().unwrap_or_else(|p| p.into_inner()) += start.elapsed();
         c
     };
     let start = std::time::Instant::now();
@@ -157,7 +157,7 @@ pub(crate) fn synthesize_partition<C: bellpepper_core::Circuit<blstrs::Scalar> +
             partition: k,
             reason: e.to_string(),
         })?;
-    let circuit = circuit_time.get();
+    let circuit = circuit_time.into_inner().unwrap_or_else(|p| p.into_inner());
     let t = SynthesisTimings {
         circuit,
         synthesis: start.elapsed().saturating_sub(circuit),
