@@ -156,3 +156,24 @@ fn batch_command_line_kinds_inputs_and_address() {
     let o = bench(&["-a", &addr, "batch", "-t", "porep"]);
     assert!(!o.status.success() && stderr(&o).contains("needs --c1"), "{}", stderr(&o));
 }
+
+/// `engine-bench` on the CPU backend: a 2 KiB shape-only C1 through the engine, with the
+/// report's parts; a real C1 is refused (real inputs go through the daemon, verified).
+#[test]
+fn engine_bench_runs_a_shape_only_job_through_the_engine_and_refuses_real_inputs() {
+    let f = fixture();
+    let dir = scratch("engine-bench");
+    let o = bench(&["gen-fixture", "--sector-size", "2KiB", "--shape-only", "--out", s(&dir)]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let c1 = dir.join("c1.shape-only.json");
+    let o = bench(&["engine-bench", "--c1", s(&c1), "--proofs", "1", "--backend", "cpu"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    for part in ["SHAPE-ONLY", "cannot verify", "S job 0 partition  0", "G job 0 partition  0", "192 bytes", "GPU busy", "prove() stages", "one proof in", "peak host RSS"] {
+        assert!(stdout.contains(part), "no {part:?} in:\n{stdout}");
+    }
+    let o = bench(&["engine-bench", "--c1", s(&f.c1_path()), "--backend", "cpu"]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("takes shape-only C1 outputs"), "{}", stderr(&o));
+    std::fs::remove_dir_all(&dir).ok();
+}
