@@ -388,6 +388,16 @@ pub struct JobEvent {
 }
 
 /// A short description of a job, for listings.
+/// A started job's partitions: how many, proved, on a thread now (synthesizing or
+/// proving), and synthesized, waiting for a worker.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PartitionProgress {
+    pub total: u32,
+    pub proved: u32,
+    pub in_flight: u32,
+    pub waiting: u32,
+}
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct JobInfo {
     pub job_id: String,
@@ -398,6 +408,8 @@ pub struct JobInfo {
     /// The worker's device while proving.
     pub device: Option<String>,
     pub error: Option<String>,
+    /// Once started, until it ends.
+    pub partitions: Option<PartitionProgress>,
 }
 
 mod ms {

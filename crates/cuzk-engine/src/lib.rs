@@ -86,6 +86,7 @@
 
 pub mod engine;
 pub mod error;
+pub mod filecoin_runner;
 pub mod job;
 pub mod metrics;
 pub mod panic;
@@ -98,12 +99,13 @@ pub use engine::{
     MemoryStatus, QueueStatus, WorkerStatus,
 };
 pub use error::{EngineError, RunError};
+pub use filecoin_runner::{partition_footprint, FilecoinRunner};
 pub use job::{
     AwaitOutcome, CancelOutcome, JobEvent, JobInfo, JobRequest, JobResult, JobState, JobStatus,
-    Priority, ProofKind, StageTimings, Submitted,
+    PartitionProgress, Priority, ProofKind, StageTimings, Submitted,
 };
 pub use residency::ResidentStatus;
 pub use runner::{
-    partition_footprint, CancelToken, Device, DeviceBackend, JobPlan, MemoryProbe, FilecoinRunner, ProofOutput,
-    ProofRunner, ProveContext, SrsRef, Synthesized,
+    CancelToken, Device, DeviceBackend, JobPlan, MemoryProbe, PartitionProof, PartitionWork, PreparedJob,
+    ProofOutput, ProofRunner, ProveContext, SrsRef,
 };
