@@ -270,8 +270,9 @@ impl Engine {
     /// Applies a new configuration to the running engine (live reload): budgets and limits,
     /// result TTLs, attempts, the parameter cache limit, synthesis threads and each device's
     /// proving workers. Nothing queued or running is lost: a retired synthesis thread or
-    /// worker leaves after its current job; a lower memory budget holds back new synthesis
-    /// until jobs in flight have returned their memory. `device_workers[d]` is device d's
+    /// worker leaves after its current partition (or a job's last step); a lower memory
+    /// budget holds back new synthesis until partitions in flight have returned their
+    /// memory, and fails a started job whose partitions no longer fit at all. `device_workers[d]` is device d's
     /// own worker count (`None`: `gpu_workers_per_device`). The state directory cannot
     /// change (a restart moves it). Returns what changed, one line per setting.
     pub fn reconfigure(&self, new: EngineConfig, device_workers: &[Option<usize>]) -> Result<Vec<String>, EngineError> {
