@@ -35,6 +35,28 @@ use tokio::sync::watch;
 use crate::job::{JobRequest, JobResult, JobState, JobStatus, Priority, ProofKind, StageTimings};
 use crate::runner::{CancelToken, JobPlan, PartitionProof, PartitionWork, PreparedJob};
 
+/// The parameters resident in host memory, as the budget sees them.
+pub(crate) trait ParamsView {
+    /// Bytes of every resident parameter set.
+    fn resident_bytes(&self) -> u64;
+    /// Whether `circuit_id`'s parameters are resident.
+    fn is_resident(&self, circuit_id: &str) -> bool;
+    /// `circuit_id`'s parameters, held for a job, when resident.
+    fn hold(&self, circuit_id: &str) -> Option<Arc<Srs>>;
+}
+
+impl ParamsView for crate::residency::Residency<Srs> {
+    fn resident_bytes(&self) -> u64 {
+        crate::residency::Residency::resident_bytes(self)
+    }
+    fn is_resident(&self, circuit_id: &str) -> bool {
+        self.is_loaded(circuit_id)
+    }
+    fn hold(&self, circuit_id: &str) -> Option<Arc<Srs>> {
+        self.get(circuit_id)
+    }
+}
+
 /// The order of jobs: higher priority first, then earlier acceptance; the id makes keys
 /// unique.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -207,6 +229,12 @@ pub(crate) struct SchedulerState {
     pub mem_high_water: u64,
     /// The part of `mem_in_use` that started jobs hold until they end (their `job_bytes`).
     pub job_bytes_in_use: u64,
+    /// Parameters not resident yet, reserved (bytes, by circuit id) by the job that started
+    /// first needing them, until their load has ended.
+    pub params_loading: HashMap<String, u64>,
+    /// How many bytes the last synthesis pick lacked, and the parameters it needs (to keep
+    /// when evicting idle ones for room); zero when it was not short of memory.
+    pub memory_wanted: (u64, Option<String>),
     /// Payload bytes of accepted jobs without a result (admission: `max_spool_bytes`).
     pub spool_bytes: u64,
     pub paused: bool,
@@ -247,8 +275,16 @@ impl SchedulerState {
         self.release(bytes);
     }
 
-    /// The next task for a synthesis thread within `budget` bytes, reserving what it needs.
-    pub fn next_synthesis_task(&mut self, budget: u64) -> Option<SynthesisTask> {
+    /// The next task for a synthesis thread within `budget` bytes, which resident
+    /// parameters (`params`) and parameters being loaded share with partitions; reserves
+    /// what it needs. When it returns `None` for want of memory, `memory_wanted` says how
+    /// much.
+    pub fn next_synthesis_task(&mut self, budget: u64, params: &dyn ParamsView) -> Option<SynthesisTask> {
+        self.memory_wanted = (0, None);
+        let loading: u64 = self.params_loading.values().sum();
+        let params_bytes = params.resident_bytes().saturating_add(loading);
+        let full_budget = budget;
+        let budget = budget.saturating_sub(params_bytes);
         let mut may_start = !self.paused && !self.draining && !self.stopping;
         let head = if may_start { self.queued.first().cloned() } else { None };
         let mut order: Vec<QueueKey> = self.active.iter().cloned().collect();
@@ -279,10 +315,19 @@ impl SchedulerState {
                     return Some(SynthesisTask::Fail { id, message: "engine fault: the job's plan has no partitions".into() });
                 }
                 let need = plan.job_bytes.saturating_add(plan.partition_bytes);
-                if need > budget {
-                    return Some(SynthesisTask::Fail { id, message: too_large(plan, budget) });
+                // Its parameters, unless resident or already reserved by another job.
+                let circuit = plan.srs.as_ref().map(|r| r.circuit_id.clone());
+                let load = match &plan.srs {
+                    Some(r) if !params.is_resident(&r.circuit_id) && !self.params_loading.contains_key(&r.circuit_id) => r.bytes,
+                    _ => 0,
+                };
+                let params_needed = plan.srs.as_ref().map_or(0, |r| r.bytes);
+                if need.saturating_add(params_needed) > full_budget {
+                    return Some(SynthesisTask::Fail { id, message: too_large(plan, full_budget) });
                 }
-                if in_use.saturating_add(need) > budget {
+                if in_use.saturating_add(need).saturating_add(load) > budget {
+                    self.memory_wanted =
+                        (in_use.saturating_add(need).saturating_add(load).saturating_sub(budget), circuit);
                     if returns {
                         return None;
                     }
@@ -290,6 +335,12 @@ impl SchedulerState {
                     continue;
                 }
                 let mut run = JobRun::new(plan);
+                run.srs = circuit.as_deref().and_then(|c| params.hold(c));
+                if load > 0 {
+                    if let Some(c) = &circuit {
+                        self.params_loading.insert(c.clone(), load);
+                    }
+                }
                 run.next_partition = 1;
                 run.synthesizing = 1;
                 run.reserved = need;
@@ -320,16 +371,20 @@ impl SchedulerState {
             if run.next_partition >= run.partitions {
                 continue;
             }
-            if run.partition_bytes.saturating_add(run.job_bytes) > budget {
+            let own_params = job.plan.as_ref().and_then(|p| p.srs.as_ref()).map_or(0, |r| r.bytes);
+            if run.partition_bytes.saturating_add(run.job_bytes).saturating_add(own_params) > full_budget {
                 // Only after a lower budget (reconfigure): this job can never go on.
                 let message = format!(
-                    "host_memory_budget_bytes was lowered to {budget} while the job ran; its \
-                     partitions need {} bytes each (and {} for the job); raise the budget",
+                    "host_memory_budget_bytes was lowered to {full_budget} while the job ran; its \
+                     partitions need {} bytes each (and {} for the job, {own_params} for its \
+                     parameters); raise the budget",
                     run.partition_bytes, run.job_bytes
                 );
                 return Some(SynthesisTask::Fail { id, message });
             }
             if in_use.saturating_add(run.partition_bytes) > budget {
+                let circuit = job.plan.as_ref().and_then(|p| p.srs.as_ref()).map(|r| r.circuit_id.clone());
+                self.memory_wanted = (in_use.saturating_add(run.partition_bytes).saturating_sub(budget), circuit);
                 if returns {
                     return None;
                 }
@@ -480,10 +535,18 @@ impl SchedulerState {
         }
     }
 
-    /// Removes job `id`'s run: every byte it still holds goes back to the budget.
+    /// The load of `circuit_id`'s parameters has ended (they are resident now, or failed):
+    /// their reservation is counted as resident parameters from here on.
+    pub fn params_loaded(&mut self, circuit_id: &str) {
+        self.params_loading.remove(circuit_id);
+    }
+
+    /// Removes job `id`'s run: every byte it still holds goes back to the budget, and so
+    /// does a parameter reservation no other started job needs.
     pub fn end_run(&mut self, id: &str) {
         let Some(job) = self.jobs.get_mut(id) else { return };
         let key = job.key(id);
+        let circuit = job.plan.as_ref().and_then(|p| p.srs.as_ref()).map(|r| r.circuit_id.clone());
         if let Some(run) = job.run.take() {
             for k in run.ready.keys() {
                 self.ready.remove(&(key.clone(), *k));
@@ -493,6 +556,11 @@ impl SchedulerState {
         }
         self.active.remove(&key);
         self.queued.remove(&key);
+        if let Some(circuit) = circuit {
+            if self.jobs_using(&circuit).is_empty() {
+                self.params_loading.remove(&circuit);
+            }
+        }
     }
 
     /// Ids of the started jobs whose plan names parameters `circuit_id`.
@@ -523,8 +591,11 @@ impl SchedulerState {
 fn too_large(plan: &JobPlan, budget: u64) -> String {
     format!(
         "the job needs {} bytes of host memory for one partition's synthesis and proof (and {} \
-         for the job), more than host_memory_budget_bytes = {budget}; raise the budget",
-        plan.partition_bytes, plan.job_bytes
+         for the job, {} for its parameters), more than host_memory_budget_bytes = {budget}; \
+         raise the budget",
+        plan.partition_bytes,
+        plan.job_bytes,
+        plan.srs.as_ref().map_or(0, |r| r.bytes)
     )
 }
 
@@ -550,6 +621,25 @@ mod tests {
         }
     }
 
+    /// Parameters as the budget sees them: `bytes` resident, of the circuits named.
+    #[derive(Default)]
+    struct Params {
+        bytes: u64,
+        resident: Vec<&'static str>,
+    }
+
+    impl ParamsView for Params {
+        fn resident_bytes(&self) -> u64 {
+            self.bytes
+        }
+        fn is_resident(&self, circuit_id: &str) -> bool {
+            self.resident.contains(&circuit_id)
+        }
+        fn hold(&self, _: &str) -> Option<Arc<Srs>> {
+            None
+        }
+    }
+
     /// A state with planned, queued jobs: (id, priority, partitions, bytes per partition).
     fn state(jobs: &[(&str, Priority, usize, u64)]) -> SchedulerState {
         let mut s = SchedulerState::default();
@@ -564,7 +654,7 @@ mod tests {
 
     /// What the next synthesis task is, as (id, partition); prepares a started job at once.
     fn next(s: &mut SchedulerState, budget: u64) -> Option<(String, usize)> {
-        match s.next_synthesis_task(budget)? {
+        match s.next_synthesis_task(budget, &Params::default())? {
             SynthesisTask::Prepare { id } => {
                 assert!(s.prepared(&id, Arc::new(Nothing)));
                 Some((id, 0))
@@ -694,7 +784,7 @@ mod tests {
     #[test]
     fn a_job_larger_than_the_budget_fails_and_planning_is_asked_first() {
         let mut s = state(&[("huge", Priority::Normal, 1, 101)]);
-        match s.next_synthesis_task(100) {
+        match s.next_synthesis_task(100, &Params::default()) {
             Some(SynthesisTask::Fail { message, .. }) => {
                 assert!(message.contains("host_memory_budget_bytes = 100"), "{message}")
             }
@@ -704,10 +794,54 @@ mod tests {
         let j = JobEntry::new(ProofKind::PoRepSealCommit, Priority::Normal, 0, None);
         s.queued.insert(j.key("new"));
         s.jobs.insert("new".into(), j);
-        assert!(matches!(s.next_synthesis_task(100), Some(SynthesisTask::Plan { .. })));
-        assert!(s.next_synthesis_task(100).is_none(), "planned once, by one thread");
+        assert!(matches!(s.next_synthesis_task(100, &Params::default()), Some(SynthesisTask::Plan { .. })));
+        assert!(s.next_synthesis_task(100, &Params::default()).is_none(), "planned once, by one thread");
         s.paused = true;
         s.jobs.get_mut("new").unwrap().plan = Some(JobPlan::new(1, 1));
-        assert!(s.next_synthesis_task(100).is_none(), "paused: no job starts");
+        assert!(s.next_synthesis_task(100, &Params::default()).is_none(), "paused: no job starts");
+    }
+
+    /// Parameters share the budget: resident ones leave less for partitions, a job whose
+    /// parameters are not resident reserves their bytes until their load has ended (once
+    /// for two jobs of the same circuit), and what a blocked pick lacks is reported, naming
+    /// the parameters not to evict for it.
+    #[test]
+    fn parameters_count_against_the_budget() {
+        let srs = |id: &str| crate::runner::SrsRef { circuit_id: id.into(), path: "/nonexistent".into(), bytes: 50 };
+        let mut s = state(&[("a", Priority::Normal, 1, 10), ("b", Priority::Normal, 1, 10), ("c", Priority::Low, 1, 10)]);
+        for id in ["a", "b"] {
+            s.jobs.get_mut(id).unwrap().plan.as_mut().unwrap().srs = Some(srs("porep-32g"));
+        }
+        s.jobs.get_mut("c").unwrap().plan.as_mut().unwrap().srs = Some(srs("snap-32g"));
+        let none = Params::default();
+        assert!(matches!(s.next_synthesis_task(100, &none), Some(SynthesisTask::Prepare { .. })));
+        assert_eq!(s.params_loading.get("porep-32g"), Some(&50), "a reserves the load");
+        assert!(matches!(s.next_synthesis_task(100, &none), Some(SynthesisTask::Prepare { .. })), "b shares it");
+        assert_eq!((s.mem_in_use, s.params_loading.len()), (20, 1));
+        // c needs its own 50 on top of 20 + 50 (and its 10): short by 30, and snap-32g is not to be
+        // evicted for it.
+        assert!(s.next_synthesis_task(100, &none).is_none());
+        assert_eq!(s.memory_wanted, (30, Some("snap-32g".into())));
+        // Loaded: counted as resident from now on, the same bytes.
+        s.params_loaded("porep-32g");
+        let loaded = Params { bytes: 50, resident: vec!["porep-32g"] };
+        assert!(s.next_synthesis_task(100, &loaded).is_none());
+        // Evicting idle parameters (other ones, resident beside) is what makes room.
+        let crowded = Params { bytes: 90, resident: vec!["porep-32g", "wpost-32g"] };
+        assert!(s.next_synthesis_task(150, &crowded).is_none());
+        assert_eq!(s.memory_wanted.0, 20);
+        // A job that can never fit with its parameters fails, naming them.
+        let mut big = state(&[("big", Priority::Normal, 1, 60)]);
+        big.jobs.get_mut("big").unwrap().plan.as_mut().unwrap().srs = Some(srs("porep-32g"));
+        match big.next_synthesis_task(100, &none) {
+            Some(SynthesisTask::Fail { message, .. }) => assert!(message.contains("50 for its parameters"), "{message}"),
+            _ => panic!("expected a failure"),
+        }
+        // A job's end returns the load reservation no other job needs.
+        let mut s = state(&[("a", Priority::Normal, 1, 10)]);
+        s.jobs.get_mut("a").unwrap().plan.as_mut().unwrap().srs = Some(srs("porep-32g"));
+        assert!(matches!(s.next_synthesis_task(100, &none), Some(SynthesisTask::Prepare { .. })));
+        s.end_run("a");
+        assert!(s.params_loading.is_empty() && s.mem_in_use == 0);
     }
 }

@@ -35,8 +35,14 @@ impl Engine {
                         return;
                     }
                     let budget = self.cfg().host_memory_budget_bytes;
-                    if let Some(task) = s.next_synthesis_task(budget) {
+                    if let Some(task) = s.next_synthesis_task(budget, &shared.srs) {
                         break task;
+                    }
+                    // Short of memory: idle parameters (no started job holds them) make room
+                    // first, least recently used first, never the ones the waiting work needs.
+                    let (wanted, keep) = std::mem::take(&mut s.memory_wanted);
+                    if wanted > 0 && shared.srs.evict_idle_bytes(wanted, keep.as_deref()) > 0 {
+                        continue;
                     }
                     s = wait(&shared.wake, s, Duration::from_millis(500));
                 }
@@ -234,9 +240,14 @@ impl Engine {
         let mut srs_load = Duration::ZERO;
         let params = match &srs {
             None => None,
-            Some(r) => match contained("parameter load", || {
-                self.resident_srs(&r.circuit_id, r).map_err(|e| RunError::Params(e.to_string()))
-            }) {
+            Some(r) => match {
+                let loaded = contained("parameter load", || {
+                    self.resident_srs(&r.circuit_id, r).map_err(|e| RunError::Params(e.to_string()))
+                });
+                // Resident now (counted as such), or failed: the load's reservation ends.
+                lock(&shared.sched).params_loaded(&r.circuit_id);
+                loaded
+            } {
                 Ok((params, load_time)) => {
                     srs_load = load_time.unwrap_or_default();
                     Some(params)

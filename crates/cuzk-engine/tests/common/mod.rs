@@ -33,6 +33,9 @@ pub struct Script {
     /// Panic in this stage ("plan", "prepare", "synthesize", "prove" or "finish"), as a
     /// library bug would.
     pub panic_in: Option<String>,
+    /// Real parameters the job names (circuit id, `.params` path, decoded bytes); its
+    /// partitions then refuse to prove without them.
+    pub srs: Option<(String, std::path::PathBuf, u64)>,
 }
 
 impl Script {
@@ -116,7 +119,9 @@ impl ProofRunner for ScriptedRunner {
         if let Some(m) = s.plan_fail {
             return Err(RunError::BadRequest(m));
         }
-        Ok(JobPlan { job_bytes: s.job_bytes, ..JobPlan::new(s.partitions(), s.footprint) })
+        let plan = JobPlan { job_bytes: s.job_bytes, ..JobPlan::new(s.partitions(), s.footprint) };
+        let srs = s.srs.map(|(circuit_id, path, bytes)| SrsRef { circuit_id, path, bytes });
+        Ok(JobPlan { srs, ..plan })
     }
 
     fn prepare(&self, request: &JobRequest, _: &JobPlan, _: &CancelToken) -> Result<Box<dyn PreparedJob>, RunError> {
@@ -157,6 +162,9 @@ impl PreparedJob for ScriptedJob {
         self.log.proved.lock().unwrap().push(self.id.clone());
         self.log.proved_partitions.lock().unwrap().push((self.id.clone(), k));
         maybe_panic(&self.script, "prove");
+        if self.script.srs.is_some() && ctx.srs.is_none() {
+            return Err(RunError::Prove("the job's parameters are not there".into()));
+        }
         if let Err(e) = work_for(self.script.prove_ms, ctx.cancel) {
             self.log.cancelled_in_prove.fetch_add(1, Ordering::SeqCst);
             return Err(e);
