@@ -80,8 +80,10 @@
 //! - Only kernels hold the per-device lock ([`runner::DeviceBackend`]).
 //! - Cancellation is cooperative and prompt: checked at every stage boundary and before
 //!   every kernel; a cancelled job drops its synthesized partitions at once.
-//! - Parameters are loaded once per circuit id and evicted only when idle and unreferenced
-//!   (or explicitly).
+//! - Parameters are loaded once per circuit id, count against the host memory budget, and
+//!   are evicted only when no started job holds them: least recently used first past the
+//!   cache limit or for room in the budget, or explicitly ([`Engine::evict_srs`] refuses
+//!   while a job holds them, naming it). Checked by: `params_2kib.rs`.
 //! - A bad request fails alone: runner errors become that job's `Failed` result, and a
 //!   panic in any runner stage (plan, prepare, synthesize, parameter load, prove, finish) is caught
 //!   ([`panic::contained`]) and becomes one too; no request content can stop a thread of

@@ -3,8 +3,9 @@
 //! costs tens of seconds and the next job almost always needs the same one.
 //!
 //! Eviction is least-recently-used and only touches entries that are idle and unreferenced
-//! (`Arc::strong_count == 1`: only the cache holds them), when the resident total would pass
-//! the configured limit. An explicit evict removes an idle entry at once and is refused
+//! (`Arc::strong_count == 1`: only the cache holds them; a started job holds its parameters
+//! until it ends), when the resident total would pass the configured limit, or when the
+//! engine needs room in the host memory budget, which parameters share with partitions. An explicit evict removes an idle entry at once and is refused
 //! while a job holds it (the job would keep the memory anyway, and the next job of that
 //! circuit would load a second copy beside it).
 //!

@@ -20,7 +20,8 @@ pub struct EngineConfig {
     /// Host memory that synthesized-but-unproved and proving partitions, the prepared jobs
     /// they belong to, and resident parameters may hold together.
     pub host_memory_budget_bytes: u64,
-    /// Resident parameters above this are evicted when idle (LRU); 0 = no limit.
+    /// Resident parameters above this are evicted when idle (LRU); 0 = no limit. They count
+    /// against `host_memory_budget_bytes` as well, and idle ones make room there.
     pub srs_cache_limit_bytes: u64,
     /// How long a result is kept when nobody fetches it.
     pub result_ttl: Duration,
