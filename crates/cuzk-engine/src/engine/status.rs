@@ -51,6 +51,8 @@ pub struct EngineStatus {
     pub failed: u64,
     pub cancelled: u64,
     pub uptime: Duration,
+    /// The host budget and what partitions and their jobs have reserved from it; resident
+    /// parameters share the budget and are listed, with their sizes, in `srs`.
     pub memory: MemoryStatus,
     pub srs: Vec<ResidentStatus>,
     pub workers: Vec<WorkerStatus>,
