@@ -673,7 +673,7 @@ mod tests {
     #[test]
     fn keys_order_by_priority_then_acceptance() {
         let key = |p, seq| QueueKey { priority: Reverse(p), seq, job_id: format!("{seq}") };
-        let mut keys = vec![key(Priority::Low, 0), key(Priority::Normal, 2), key(Priority::Critical, 3), key(Priority::Normal, 1)];
+        let mut keys = [key(Priority::Low, 0), key(Priority::Normal, 2), key(Priority::Critical, 3), key(Priority::Normal, 1)];
         keys.sort();
         let seqs: Vec<u64> = keys.iter().map(|k| k.seq).collect();
         assert_eq!(seqs, [3, 1, 2, 0]);

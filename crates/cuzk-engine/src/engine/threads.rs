@@ -237,34 +237,13 @@ impl Engine {
         let ProveTask { id, partition, job, work, srs, cancel, .. } = task;
         let id = id.as_str();
         let partitions = job.partitions();
-        let mut srs_load = Duration::ZERO;
-        let params = match &srs {
-            None => None,
-            Some(r) => match {
-                let loaded = contained("parameter load", || {
-                    self.resident_srs(&r.circuit_id, r).map_err(|e| RunError::Params(e.to_string()))
-                });
-                // Resident now (counted as such), or failed: the load's reservation ends.
-                lock(&shared.sched).params_loaded(&r.circuit_id);
-                loaded
-            } {
-                Ok((params, load_time)) => {
-                    srs_load = load_time.unwrap_or_default();
-                    Some(params)
-                }
-                Err(e) => {
-                    drop(work);
-                    let message = format!("parameters of circuit {}: {e}", r.circuit_id);
-                    return self.partition_failed(id, true, message);
-                }
-            },
-        };
-        if let Some(params) = &params {
-            // The job holds its parameters until it ends.
-            if let Some(run) = lock(&shared.sched).jobs.get_mut(id).and_then(|j| j.run.as_mut()) {
-                run.srs.get_or_insert_with(|| params.clone());
+        let (params, srs_load) = match srs.as_ref().map(|r| self.job_params(id, r)).transpose() {
+            Ok(loaded) => loaded.map_or((None, Duration::ZERO), |(p, t)| (Some(p), t)),
+            Err(message) => {
+                drop(work);
+                return self.partition_failed(id, true, message);
             }
-        }
+        };
         let dev = &shared.devices[device];
         let backend = DeviceBackend::new(&*dev.backend, &shared.device_locks[device], &cancel);
         let start = Instant::now();
@@ -300,6 +279,22 @@ impl Engine {
         }
     }
 
+
+    /// Job `id`'s parameters, resident (loaded now if need be, with the load time), held
+    /// by the job until it ends.
+    fn job_params(&self, id: &str, r: &crate::runner::SrsRef) -> Result<(Arc<Srs>, Duration), String> {
+        let loaded = contained("parameter load", || {
+            self.resident_srs(&r.circuit_id, r).map_err(|e| RunError::Params(e.to_string()))
+        });
+        let mut s = lock(&self.shared.sched);
+        // Resident now (counted as such), or failed: the load's reservation ends.
+        s.params_loaded(&r.circuit_id);
+        let (params, load_time) = loaded.map_err(|e| format!("parameters of circuit {}: {e}", r.circuit_id))?;
+        if let Some(run) = s.jobs.get_mut(id).and_then(|j| j.run.as_mut()) {
+            run.srs.get_or_insert_with(|| params.clone());
+        }
+        Ok((params, load_time.unwrap_or_default()))
+    }
 
     pub(super) fn housekeeping_loop(&self) {
         let shared = &*self.shared;
