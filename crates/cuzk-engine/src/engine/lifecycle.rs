@@ -317,9 +317,14 @@ impl Engine {
                 return;
             }
             let shutdown = j.cancel.is_shutdown();
+            let started = j.run.is_some();
             s.end_run(id);
             let Some(j) = s.jobs.get_mut(id) else { return };
             if status != JobStatus::Completed && shutdown {
+                if !started {
+                    // Put back already (a cancel racing the shutdown): once is enough.
+                    return;
+                }
                 // Stopped by a shutdown, not by the job: it stays in the spool (its
                 // partitions are redone at the next start), and this start does not count
                 // as an attempt.

@@ -10,7 +10,7 @@ use super::queue::{PartitionOutcome, ProveTask, SynthesisTask};
 use super::*;
 use crate::error::RunError;
 use crate::panic::contained;
-use crate::runner::{CancelToken, DeviceBackend, PreparedJob, ProveContext};
+use crate::runner::{CancelToken, DeviceBackend, PartitionProof, PreparedJob, ProveContext};
 
 /// A partition's failure message: the partition named when the job has more than one.
 fn partition_message(partition: usize, partitions: usize, e: &RunError) -> String {
@@ -54,28 +54,30 @@ impl Engine {
                 SynthesisTask::Synthesize { id, partition, job, cancel } => {
                     self.synthesize_partition(&id, partition, &*job, &cancel)
                 }
-                SynthesisTask::Finish { id, job, proofs, cancel } => {
-                    let start = Instant::now();
-                    let out = contained("finish", || job.finish(proofs, &cancel));
-                    let elapsed = start.elapsed();
-                    if let Some(j) = lock(&shared.sched).jobs.get_mut(&id) {
-                        if let Some(run) = j.run.as_mut() {
-                            run.finishing = false;
-                        }
-                        if let Ok(o) = &out {
-                            j.timings.verify = o.verify;
-                        }
-                        log::debug!("job {id}: assembled and verified in {elapsed:?}");
-                    }
-                    match out {
-                        Ok(o) => self.end_job(&id, JobStatus::Completed, o.proof, None),
-                        Err(e) => {
-                            let stopped = lock(&shared.sched).jobs.get(&id).and_then(|j| j.run.as_ref()).and_then(|r| r.stop.clone());
-                            let (status, message) = stopped.unwrap_or((JobStatus::Failed, e.to_string()));
-                            self.end_job(&id, status, Vec::new(), Some(message))
-                        }
-                    }
-                }
+                SynthesisTask::Finish { id, job, proofs, cancel } => self.finish_job(&id, &*job, proofs, &cancel),
+            }
+        }
+    }
+
+    /// A job's last step, once every partition is proved: assembly and verification, then
+    /// its end. The job stays `finishing` until it has ended, so no other thread takes it.
+    fn finish_job(&self, id: &str, job: &dyn PreparedJob, proofs: Vec<PartitionProof>, cancel: &CancelToken) {
+        let start = Instant::now();
+        let out = contained("finish", || job.finish(proofs, cancel));
+        log::debug!("job {id}: assembled and verified in {:?}", start.elapsed());
+        let stopped = {
+            let mut s = lock(&self.shared.sched);
+            let Some(j) = s.jobs.get_mut(id) else { return };
+            if let Ok(o) = &out {
+                j.timings.verify = o.verify;
+            }
+            j.run.as_ref().and_then(|r| r.stop.clone())
+        };
+        match out {
+            Ok(o) => self.end_job(id, JobStatus::Completed, o.proof, None),
+            Err(e) => {
+                let (status, message) = stopped.unwrap_or((JobStatus::Failed, e.to_string()));
+                self.end_job(id, status, Vec::new(), Some(message))
             }
         }
     }
