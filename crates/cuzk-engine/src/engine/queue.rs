@@ -326,8 +326,7 @@ impl SchedulerState {
                     return Some(SynthesisTask::Fail { id, message: too_large(plan, full_budget) });
                 }
                 if in_use.saturating_add(need).saturating_add(load) > budget {
-                    self.memory_wanted =
-                        (in_use.saturating_add(need).saturating_add(load).saturating_sub(budget), circuit);
+                    want(&mut self.memory_wanted, in_use.saturating_add(need).saturating_add(load).saturating_sub(budget), circuit);
                     if returns {
                         return None;
                     }
@@ -384,7 +383,7 @@ impl SchedulerState {
             }
             if in_use.saturating_add(run.partition_bytes) > budget {
                 let circuit = job.plan.as_ref().and_then(|p| p.srs.as_ref()).map(|r| r.circuit_id.clone());
-                self.memory_wanted = (in_use.saturating_add(run.partition_bytes).saturating_sub(budget), circuit);
+                want(&mut self.memory_wanted, in_use.saturating_add(run.partition_bytes).saturating_sub(budget), circuit);
                 if returns {
                     return None;
                 }
@@ -584,6 +583,13 @@ impl SchedulerState {
             Some(j) if j.state == JobState::Queued => self.queued.range(..=j.key(id)).count() as u32,
             _ => 0,
         }
+    }
+}
+
+/// Notes in `wanted` what the first (highest) work short of memory lacks.
+fn want(wanted: &mut (u64, Option<String>), bytes: u64, keep: Option<String>) {
+    if wanted.0 == 0 {
+        *wanted = (bytes, keep);
     }
 }
 
