@@ -11,6 +11,14 @@ use std::time::{Duration, Instant};
 use common::*;
 use cuzk_engine::*;
 
+/// The test configuration with `synthesis` synthesis threads and `workers` workers.
+fn threads(dir: &std::path::Path, synthesis: usize, workers: usize) -> EngineConfig {
+    let mut c = config(dir);
+    c.synthesis_workers = synthesis;
+    c.gpu_workers_per_device = workers;
+    c
+}
+
 /// Polls `f` until it is true (10 s at most).
 fn until(what: &str, mut f: impl FnMut() -> bool) {
     let end = Instant::now() + Duration::from_secs(10);
@@ -26,10 +34,7 @@ fn until(what: &str, mut f: impl FnMut() -> bool) {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_higher_job_goes_before_the_remaining_partitions_of_a_lower_one() {
     let dir = tempfile::tempdir().unwrap();
-    let mut c = config(dir.path());
-    c.synthesis_workers = 2;
-    c.gpu_workers_per_device = 1;
-    let (e, log) = start(c);
+    let (e, log) = start(threads(dir.path(), 2, 1));
     let low = Script { partitions: 6, synth_ms: 5, prove_ms: 150, footprint: 10, ..Script::default() };
     e.submit(request("low", ProofKind::PoRepSealCommit, Some(Priority::Low), &low)).unwrap();
     // Partition 0 proves and the rest wait, synthesized.
@@ -58,10 +63,8 @@ async fn a_higher_job_goes_before_the_remaining_partitions_of_a_lower_one() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_budget_of_three_witnesses_never_holds_four() {
     let dir = tempfile::tempdir().unwrap();
-    let mut c = config(dir.path());
+    let mut c = threads(dir.path(), 4, 2);
     c.host_memory_budget_bytes = 300;
-    c.synthesis_workers = 4;
-    c.gpu_workers_per_device = 2;
     let (e, log) = start(c);
     let s = Script { partitions: 8, synth_ms: 15, prove_ms: 30, footprint: 100, ..Script::default() };
     e.submit(porep("a", &s)).unwrap();
@@ -89,10 +92,7 @@ async fn a_budget_of_three_witnesses_never_holds_four() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_failed_partition_fails_its_job_by_name_and_releases_everything() {
     let dir = tempfile::tempdir().unwrap();
-    let mut c = config(dir.path());
-    c.synthesis_workers = 3;
-    c.gpu_workers_per_device = 2;
-    let (e, log) = start(c);
+    let (e, log) = start(threads(dir.path(), 3, 2));
     let s = Script {
         partitions: 5,
         synth_ms: 10,
@@ -125,10 +125,7 @@ async fn a_failed_partition_fails_its_job_by_name_and_releases_everything() {
 #[tokio::test(flavor = "multi_thread")]
 async fn cancel_mid_job_stops_between_partitions() {
     let dir = tempfile::tempdir().unwrap();
-    let mut c = config(dir.path());
-    c.synthesis_workers = 2;
-    c.gpu_workers_per_device = 1;
-    let (e, log) = start(c);
+    let (e, log) = start(threads(dir.path(), 2, 1));
     let s = Script { partitions: 6, synth_ms: 5, prove_ms: 300, footprint: 10, ..Script::default() };
     e.submit(porep("six", &s)).unwrap();
     until("partition 1 proving", || log.proved_partitions.lock().unwrap().len() == 2);
