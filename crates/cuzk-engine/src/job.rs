@@ -221,11 +221,14 @@ impl JobRequest {
 pub enum JobState {
     /// Spooled, waiting for a synthesis slot and host memory.
     Queued,
-    /// Memory reserved; the CPU prepares the job (parsing, synthesis).
+    /// Started: its first partition's memory reserved; the CPU prepares the job (parsing)
+    /// and synthesizes partitions.
     Synthesizing,
-    /// Synthesized ahead, waiting for a worker.
+    /// A partition synthesized ahead, waiting for a worker; none proving yet.
     Synthesized,
-    /// On a worker: parameters and backend (the device lock is held only around kernels).
+    /// A partition reached a worker; from here until the job ends (its other partitions
+    /// may still be synthesizing, and its last step assembles and verifies). The device
+    /// lock is held only around kernels.
     Proving,
     Completed,
     Failed,
