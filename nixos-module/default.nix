@@ -283,7 +283,8 @@ in
       default = null;
       example = literalExpression "384 * 1024 * 1024 * 1024";
       description = ''
-        Bytes of host memory synthesized and proving jobs may hold together
+        Bytes of host memory that proof partitions (synthesized, waiting or proving), their
+        jobs and resident parameters may hold together
         (`[engine] host_memory_budget_bytes`). `null`: three quarters of RAM.
       '';
     };

@@ -44,10 +44,17 @@ pub enum EngineError {
     Srs { circuit_id: String, reason: String },
     /// An evict asked while jobs hold the parameters.
     #[error(
-        "parameters of circuit {circuit_id:?} are in use by {jobs} running job(s) and were not \
-         evicted; evict them once those jobs end (or cancel the jobs first)"
+        "parameters of circuit {circuit_id:?} are in use by {holders} running job(s){} and were \
+         not evicted; evict them once those jobs end (or cancel the jobs first)",
+        if jobs.is_empty() { String::new() } else { format!(" ({})", jobs.join(", ")) }
     )]
-    SrsInUse { circuit_id: String, jobs: u32 },
+    SrsInUse {
+        circuit_id: String,
+        /// How many hold them.
+        holders: u32,
+        /// The ids of the jobs holding them, when known.
+        jobs: Vec<String>,
+    },
     #[error("engine fault: {0} (a bug; the job itself may still be fine: await it again)")]
     Internal(String),
 }

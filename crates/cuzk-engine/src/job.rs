@@ -221,11 +221,14 @@ impl JobRequest {
 pub enum JobState {
     /// Spooled, waiting for a synthesis slot and host memory.
     Queued,
-    /// Memory reserved; the CPU prepares the job (parsing, synthesis).
+    /// Started: its first partition's memory reserved; the CPU prepares the job (parsing)
+    /// and synthesizes partitions.
     Synthesizing,
-    /// Synthesized ahead, waiting for a worker.
+    /// A partition synthesized ahead, waiting for a worker; none proving yet.
     Synthesized,
-    /// On a worker: parameters and backend (the device lock is held only around kernels).
+    /// A partition reached a worker; from here until the job ends (its other partitions
+    /// may still be synthesizing, and its last step assembles and verifies). The device
+    /// lock is held only around kernels.
     Proving,
     Completed,
     Failed,
@@ -388,6 +391,16 @@ pub struct JobEvent {
 }
 
 /// A short description of a job, for listings.
+/// A started job's partitions: how many, proved, on a thread now (synthesizing or
+/// proving), and synthesized, waiting for a worker.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PartitionProgress {
+    pub total: u32,
+    pub proved: u32,
+    pub in_flight: u32,
+    pub waiting: u32,
+}
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct JobInfo {
     pub job_id: String,
@@ -398,6 +411,8 @@ pub struct JobInfo {
     /// The worker's device while proving.
     pub device: Option<String>,
     pub error: Option<String>,
+    /// Once started, until it ends.
+    pub partitions: Option<PartitionProgress>,
 }
 
 mod ms {

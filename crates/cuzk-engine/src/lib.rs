@@ -12,18 +12,16 @@
 //! retries with the same id after any hiccup, and a second copy of a 32 GiB PoRep would
 //! double the load exactly when the machine is struggling.
 //!
-//! Proving is split into stages the engine can schedule separately ([`ProofRunner`]): a plan
-//! (parameters needed, host bytes), synthesis on the CPU, and proving on a device. Synthesis
-//! runs ahead of proving while the host memory budget allows, so the device never waits for
-//! the CPU; the budget, not a job count, bounds the lookahead, because a 32 GiB PoRep and a
-//! WinningPoSt differ by orders of magnitude in memory.
+//! The unit of work is the partition ([`ProofRunner`], [`PreparedJob`]): a plan (parameters,
+//! partitions, host bytes per partition), a prepared job, each partition synthesized on the
+//! CPU and proved on any device, then one last step that assembles and verifies. Synthesis
+//! runs ahead of proving while the host memory budget allows, so the devices never wait for
+//! the CPU; the budget, not a job count, bounds the lookahead, because a 32 GiB PoRep
+//! partition and a WinningPoSt differ by orders of magnitude in memory. Priorities act
+//! between partitions: a WinningPoSt that arrives behind a 32 GiB PoRep waits for the
+//! partitions in flight, not for the PoRep's other nine.
 //!
-//! The PoRep runner ([`FilecoinRunner`]) uses cuzk-filecoin's staged `PoRepJob`: its synthesis
-//! stage checks the input and synthesizes partition 0 (so a single-partition proof, and the
-//! first partition of a multi-partition one, is synthesized while another job proves); the
-//! proving stage proves partition k while partition k + 1 is synthesized on another thread
-//! ([`runner::pipeline_partitions`]; on a GPU only: on the CPU backend both would share the
-//! same cores), so a multi-partition job reserves two witnesses' worth of host memory.
+//! The real runner ([`FilecoinRunner`]) runs every kind through cuzk-filecoin's `ProofJob`.
 //!
 //! # Use
 //!
@@ -68,17 +66,26 @@
 //!   priority, kind, digest, size), never the payloads.
 //! - Priority is strict: a queued job never starts before a queued job of higher priority,
 //!   nor before an earlier one of the same priority (also across restarts: the spool keeps
-//!   the acceptance order). A job that does not fit the memory budget waits at the head.
-//! - The host memory budget is never exceeded by reservations: a job's footprint is
-//!   reserved before synthesis and released when it ends, on every path (completed, failed,
-//!   cancelled, shut down). A job larger than the whole budget fails with a message.
+//!   the acceptance order); partitions are synthesized and proved in (priority, acceptance,
+//!   partition) order. A partition that does not fit the memory budget waits at the head.
+//!   Checked by: `partitions.rs`, `a_higher_job_goes_before_the_remaining_partitions_of_a_lower_one`.
+//! - The host memory budget is never exceeded by reservations: each partition's bytes are
+//!   reserved before its synthesis and released when its proof is done, a job's own bytes
+//!   from its start to its end, on every path (completed, failed, cancelled, shut down). A
+//!   job whose partition is larger than the whole budget fails with a message. Checked by:
+//!   `partitions.rs`, `a_budget_of_three_witnesses_never_holds_four`.
+//! - A partition's failure is its job's: the job fails naming the partition, its other
+//!   partitions stop, and it returns everything it held. Partitions proved before a crash
+//!   are redone after it (the spool keeps requests, not partial proofs).
 //! - Only kernels hold the per-device lock ([`runner::DeviceBackend`]).
 //! - Cancellation is cooperative and prompt: checked at every stage boundary and before
-//!   every kernel; a cancelled job drops its synthesized data at once.
-//! - Parameters are loaded once per circuit id and evicted only when idle and unreferenced
-//!   (or explicitly).
+//!   every kernel; a cancelled job drops its synthesized partitions at once.
+//! - Parameters are loaded once per circuit id, count against the host memory budget, and
+//!   are evicted only when no started job holds them: least recently used first past the
+//!   cache limit or for room in the budget, or explicitly ([`Engine::evict_srs`] refuses
+//!   while a job holds them, naming it). Checked by: `params_2kib.rs`.
 //! - A bad request fails alone: runner errors become that job's `Failed` result, and a
-//!   panic in any runner stage (plan, synthesize, parameter load, prove) is caught
+//!   panic in any runner stage (plan, prepare, synthesize, parameter load, prove, finish) is caught
 //!   ([`panic::contained`]) and becomes one too; no request content can stop a thread of
 //!   the engine or another job. Checked by: `scheduling.rs`, `a_panic_in_any_stage_fails_its_job_alone`.
 //! - The engine never speaks a protocol and never spawns async tasks for proving: proving
@@ -86,6 +93,7 @@
 
 pub mod engine;
 pub mod error;
+pub mod filecoin_runner;
 pub mod job;
 pub mod metrics;
 pub mod panic;
@@ -98,12 +106,13 @@ pub use engine::{
     MemoryStatus, QueueStatus, WorkerStatus,
 };
 pub use error::{EngineError, RunError};
+pub use filecoin_runner::{partition_footprint, FilecoinRunner};
 pub use job::{
     AwaitOutcome, CancelOutcome, JobEvent, JobInfo, JobRequest, JobResult, JobState, JobStatus,
-    Priority, ProofKind, StageTimings, Submitted,
+    PartitionProgress, Priority, ProofKind, StageTimings, Submitted,
 };
 pub use residency::ResidentStatus;
 pub use runner::{
-    partition_footprint, CancelToken, Device, DeviceBackend, JobPlan, MemoryProbe, FilecoinRunner, ProofOutput,
-    ProofRunner, ProveContext, SrsRef, Synthesized,
+    CancelToken, Device, DeviceBackend, JobPlan, MemoryProbe, PartitionProof, PartitionWork, PreparedJob,
+    ProofOutput, ProofRunner, ProveContext, SrsRef,
 };

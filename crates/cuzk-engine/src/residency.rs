@@ -3,8 +3,9 @@
 //! costs tens of seconds and the next job almost always needs the same one.
 //!
 //! Eviction is least-recently-used and only touches entries that are idle and unreferenced
-//! (`Arc::strong_count == 1`: only the cache holds them), when the resident total would pass
-//! the configured limit. An explicit evict removes an idle entry at once and is refused
+//! (`Arc::strong_count == 1`: only the cache holds them; a started job holds its parameters
+//! until it ends), when the resident total would pass the configured limit, or when the
+//! engine needs room in the host memory budget, which parameters share with partitions. An explicit evict removes an idle entry at once and is refused
 //! while a job holds it (the job would keep the memory anyway, and the next job of that
 //! circuit would load a second copy beside it).
 //!
@@ -96,6 +97,30 @@ impl<T> Residency<T> {
         );
         Self::evict_idle(&mut entries, self.limit(), 0);
         Ok((value, Some(load_time)))
+    }
+
+    /// The resident value of `key`, marked used now; `None` when not resident.
+    pub fn get(&self, key: &str) -> Option<Arc<T>> {
+        self.touch(key)
+    }
+
+    /// Drops idle, unreferenced entries other than `keep`, least recently used first, until
+    /// `wanted` bytes are freed or nothing idle is left; the bytes freed. For room in the
+    /// host memory budget, which parameters share with witnesses.
+    pub fn evict_idle_bytes(&self, wanted: u64, keep: Option<&str>) -> u64 {
+        let mut entries = lock(&self.entries);
+        let mut freed = 0;
+        while freed < wanted {
+            let victim = entries
+                .iter()
+                .filter(|(k, r)| Arc::strong_count(&r.value) == 1 && Some(k.as_str()) != keep)
+                .min_by_key(|(_, r)| r.last_used)
+                .map(|(k, _)| k.clone());
+            let Some(k) = victim else { break };
+            log::info!("evicting idle parameters {k} (least recently used) for room in the host memory budget");
+            freed += entries.remove(&k).map_or(0, |r| r.bytes);
+        }
+        freed
     }
 
     fn touch(&self, key: &str) -> Option<Arc<T>> {
@@ -207,6 +232,23 @@ mod tests {
         drop(_d);
         assert_eq!(r.evict("d"), Ok((true, 100)));
         assert_eq!(r.resident_bytes(), 0);
+    }
+
+    #[test]
+    fn room_for_the_budget_comes_from_idle_entries_least_recently_used_first() {
+        let r = Residency::<u64>::new(0);
+        for k in ["old", "kept", "held", "new"] {
+            r.get_or_load(k, 100, load(100)).unwrap();
+        }
+        let held = r.get("held").unwrap();
+        // old is the least recently used, kept is spared by name, held is referenced.
+        assert_eq!(r.evict_idle_bytes(150, Some("kept")), 200);
+        assert!(!r.is_loaded("old") && !r.is_loaded("new"));
+        assert!(r.is_loaded("kept") && r.is_loaded("held"));
+        assert_eq!(r.evict_idle_bytes(1000, Some("kept")), 0, "nothing idle left to evict");
+        drop(held);
+        assert_eq!(r.evict_idle_bytes(1, None), 100);
+        assert_eq!(r.resident_bytes(), 100);
     }
 
     #[test]

@@ -2,41 +2,39 @@
 //!
 //! Why a trait: the engine's hard parts (priorities, the spool, cancel, budgets, recovery)
 //! must be testable in milliseconds, while a real proof takes tens of seconds even for a
-//! 2 KiB sector. The engine only sees the three stages a job goes through; the real
-//! implementation, [`FilecoinRunner`], calls cuzk-filecoin's jobs, and tests drive the
-//! engine with doubles that sleep or fail on command.
+//! 2 KiB sector. The engine sees a job as N partitions and schedules those; the real
+//! implementation, [`crate::FilecoinRunner`], calls cuzk-filecoin's jobs, and tests drive
+//! the engine with doubles that sleep or fail on command.
 //!
-//! Stages: `plan` (cheap: which parameters, how many bytes of host memory) -> `synthesize`
-//! (CPU, may run ahead of proving while the memory budget allows) -> `prove` (on a worker,
-//! with the parameters resident and a backend whose kernels run under the device lock).
+//! Stages, with the types the compiler checks between them:
+//!
+//! ```text
+//! ProofRunner::plan(&request)              -> JobPlan      cheap: parameters, partitions, bytes
+//! ProofRunner::prepare(&request, &plan)    -> PreparedJob  the checked input, shared by all stages
+//!   PreparedJob::synthesize(k)             -> PartitionWork   (CPU, any synthesis thread)
+//!   PreparedJob::prove(k, work, ctx)       -> PartitionProof  (any worker of any device)
+//! PreparedJob::finish(proofs in order)     -> ProofOutput  assembly and verification
+//! ```
+//!
+//! Partitions of one job are synthesized and proved in any order and at the same time
+//! (a [`PreparedJob`] is `Sync`); `finish` gets the proofs in partition order.
 //!
 //! Cancellation is cooperative: the engine sets a [`CancelToken`]; runners check it between
 //! stages, and the engine's backend wrapper ([`DeviceBackend`]) refuses the next kernel once
-//! it is set, so a cancelled proof stops at its next NTT or MSM, between partitions at the
-//! latest, and drops its witnesses on the way out.
+//! it is set, so a cancelled proof stops at its next NTT or MSM, and the engine drops the
+//! job's synthesized partitions at once.
 
-use std::any::Any;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
-use cuzk_filecoin::c1::REGISTERED_SEAL_PROOFS;
-use cuzk_filecoin::params::{post_params_path, seal_params_path, update_params_path, use_proof_dirs};
-use cuzk_filecoin::post::post_proof_from_wire;
-use cuzk_filecoin::snap::update_proof_from_wire;
-use cuzk_filecoin::{
-    parse_c1, prover_id_from_miner, C1Input, PoRepJob, PoStJob, PoStRequest, ProofError, ProofJob, SealCommit,
-    SectorIdentity, SnapJob, SnapRequest,
-};
-use filecoin_proofs_api::{RegisteredPoStProof, RegisteredSealProof, RegisteredUpdateProof};
-use cuzk_groth16::{Backend, BackendError, NttDirection, PartitionWitness, Selection, Srs, SrsShape};
+use cuzk_groth16::{Backend, BackendError, NttDirection, PartitionWitness, Proof, Selection, Srs};
 
 use crate::engine::MemoryStatus;
-
 use crate::error::RunError;
-use crate::job::{JobRequest, ProofKind};
+use crate::job::JobRequest;
 
 /// A job's cancellation flag, shared by the engine and the thread running the job.
 #[derive(Clone, Debug, Default)]
@@ -85,14 +83,42 @@ pub struct SrsRef {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct JobPlan {
     pub srs: Option<SrsRef>,
-    /// Host memory the job holds from synthesis to the end of proving (parameters are
-    /// accounted separately, by residency). The engine reserves it from the budget before
-    /// synthesis starts.
-    pub footprint_bytes: u64,
+    /// Partitions of the proof (1 for PoSt; 10 for a 32 GiB PoRep; more for NI-PoRep).
+    pub partitions: usize,
+    /// Host memory one partition holds from the start of its synthesis until its proof is
+    /// done: its witness and the prover's working set. The engine reserves it from the
+    /// budget before the partition's synthesis starts and releases it when the partition
+    /// is proved (or the job ends), so the budget bounds how many are in memory at once.
+    pub partition_bytes: u64,
+    /// Host memory the prepared job itself holds from `prepare` to its end (the parsed
+    /// input), reserved with its first partition.
+    pub job_bytes: u64,
 }
 
-/// The output of synthesis, opaque to the engine. Dropping it frees the job's memory.
-pub struct Synthesized(pub Box<dyn Any + Send>);
+impl JobPlan {
+    /// A plan of `partitions` partitions of `partition_bytes` each, without parameters.
+    pub fn new(partitions: usize, partition_bytes: u64) -> JobPlan {
+        JobPlan { srs: None, partitions, partition_bytes, job_bytes: 0 }
+    }
+}
+
+/// One synthesized partition: its witness. Dropping it frees the partition's memory.
+#[derive(Debug, Default)]
+pub struct PartitionWork {
+    pub witness: PartitionWitness,
+}
+
+/// One partition's Groth16 proof.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PartitionProof(pub Proof);
+
+impl PartitionProof {
+    /// A proof of identity points: what runners that prove nothing (test doubles) return.
+    /// It never verifies.
+    pub fn placeholder() -> PartitionProof {
+        PartitionProof(Proof { a: G1Affine::default(), b: G2Affine::default(), c: G1Affine::default() })
+    }
+}
 
 /// What the proving stage gets.
 pub struct ProveContext<'a> {
@@ -101,34 +127,47 @@ pub struct ProveContext<'a> {
     pub cancel: &'a CancelToken,
 }
 
-/// A proof and where the runner's time went (engine-measured stages are added to it).
+/// A job's proof and where the runner's time went in `finish` (the engine measures the
+/// other stages itself).
 #[derive(Clone, Debug, Default)]
 pub struct ProofOutput {
     pub proof: Vec<u8>,
-    /// Synthesis that happened inside `prove` (runners that cannot split it out).
-    pub synthesis: Duration,
     pub verify: Duration,
 }
 
-/// How jobs are proved. Implementations must not panic on any request content; every
-/// problem is a [`RunError`] that becomes the job's failure message.
+/// How jobs are planned and prepared. Implementations must not panic on any request
+/// content; every problem is a [`RunError`] that becomes the job's failure message.
 pub trait ProofRunner: Send + Sync + 'static {
     /// Cheap checks and the job's needs. Called without any engine lock held.
     fn plan(&self, request: &JobRequest) -> Result<JobPlan, RunError>;
 
-    /// CPU work that may run ahead of proving (under the job's memory reservation).
-    fn synthesize(
+    /// The checked job, ready for its partitions (on a synthesis thread, under the memory
+    /// reservation of `plan.job_bytes` and of its first partition).
+    fn prepare(
         &self,
         request: &JobRequest,
         plan: &JobPlan,
         cancel: &CancelToken,
-    ) -> Result<Synthesized, RunError>;
-
-    /// The proof, on a worker.
-    fn prove(&self, work: Synthesized, ctx: ProveContext<'_>) -> Result<ProofOutput, RunError>;
+    ) -> Result<Box<dyn PreparedJob>, RunError>;
 
     /// The parameters of a circuit id, for explicit preload.
     fn srs_for_circuit(&self, circuit_id: &str) -> Result<SrsRef, RunError>;
+}
+
+/// A job split into partitions, as the engine schedules it. Shared by the threads that
+/// synthesize and prove its partitions at the same time.
+pub trait PreparedJob: Send + Sync {
+    /// How many partitions; the plan's count.
+    fn partitions(&self) -> usize;
+
+    /// Partition `k`'s witness (CPU work).
+    fn synthesize(&self, k: usize, cancel: &CancelToken) -> Result<PartitionWork, RunError>;
+
+    /// Partition `k`'s proof from its witness, through `ctx.backend` (a device's kernels).
+    fn prove(&self, k: usize, work: PartitionWork, ctx: ProveContext<'_>) -> Result<PartitionProof, RunError>;
+
+    /// The output bytes from every partition's proof, in partition order, verified.
+    fn finish(&self, proofs: Vec<PartitionProof>, cancel: &CancelToken) -> Result<ProofOutput, RunError>;
 }
 
 /// Reads a device's memory counters (budget, in use, high-water) for status reports.
@@ -273,445 +312,28 @@ impl Backend for DeviceBackend<'_> {
     fn sum_g2(&self, bases: &[G2Affine], sel: Selection<'_>) -> Result<G2Projective, BackendError> {
         self.run(|b| b.sum_g2(bases, sel))
     }
-}
-
-/// Host bytes a proof over parameters of `shape` holds at its peak, one partition at a
-/// time (what `prove_porep_c2` does): the a, b, c evaluations and h over the domain, plus
-/// the assignment of every input and aux variable, 32 bytes per field element.
-pub fn partition_footprint(shape: &SrsShape) -> u64 {
-    let domain = (shape.h as u64 + 1).next_power_of_two();
-    let variables = (shape.ic + shape.l) as u64;
-    (4 * domain + variables) * 32
-}
-
-/// Short size label of a circuit id: 2048 -> "2k", 32 GiB -> "32g".
-fn size_label(bytes: u64) -> String {
-    match bytes {
-        b if b >= 1 << 30 => format!("{}g", b >> 30),
-        b if b >= 1 << 20 => format!("{}m", b >> 20),
-        b => format!("{}k", b >> 10),
-    }
-}
-
-/// Every proof kind with cuzk's prover (cuzk-filecoin): PoRep C2, SnapDeals, a WindowPoSt
-/// partition and WinningPoSt, each verified with filecoin-proofs before it is returned.
-pub struct FilecoinRunner {
-    param_dir: PathBuf,
-}
-
-/// What the synthesis stage hands to proving: the checked job of any kind and partition 0's
-/// witness, synthesized ahead under the job's memory reservation. Later partitions are
-/// synthesized while the previous one proves (see [`pipeline_partitions`]), so a
-/// multi-partition job holds at most two witnesses, which its reservation covers.
-struct Work {
-    job: Box<dyn ProofJob>,
-    first: PartitionWitness,
-    first_synthesis: Duration,
-}
-
-/// Proves partitions `0..n` in order. With `overlap`, partition k + 1 is synthesized on its
-/// own thread while partition k proves, so that the device never waits for the CPU between
-/// partitions (a 32 GiB PoRep has 10); without it, one after the other, holding one witness.
-/// `first` is partition 0's witness when it was synthesized ahead. Stops at the first error
-/// (after the synthesis in flight, if any, has ended: it cannot be interrupted).
-pub fn pipeline_partitions<W: Send, P, E: Send>(
-    n: usize,
-    first: Option<W>,
-    overlap: bool,
-    synthesize: impl Fn(usize) -> Result<W, E> + Sync,
-    mut prove: impl FnMut(usize, W) -> Result<P, E>,
-) -> Result<Vec<P>, E> {
-    let mut out = Vec::with_capacity(n);
-    std::thread::scope(|scope| {
-        let synthesize = &synthesize;
-        let mut ready = first;
-        let mut ahead: Option<std::thread::ScopedJoinHandle<'_, Result<W, E>>> = None;
-        for k in 0..n {
-            let w = match (ready.take(), ahead.take()) {
-                (Some(w), _) => w,
-                (None, Some(h)) => h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))?,
-                (None, None) => synthesize(k)?,
-            };
-            if overlap && k + 1 < n {
-                ahead = Some(scope.spawn(move || synthesize(k + 1)));
-            }
-            out.push(prove(k, w)?);
-        }
-        Ok(out)
-    })
-}
-
-fn job_error(e: ProofError, cancel: &CancelToken) -> RunError {
-    if cancel.is_cancelled() {
-        RunError::Cancelled
-    } else if e.is_bad_input() {
-        RunError::BadRequest(e.to_string())
-    } else {
-        RunError::Prove(e.to_string())
-    }
-}
-
-/// The proof type a request names, by kind.
-#[derive(Clone, Copy, Debug)]
-enum Typed {
-    /// The seal proof type comes from the C1 output.
-    Seal(RegisteredSealProof),
-    PoSt(RegisteredPoStProof),
-    Update(RegisteredUpdateProof),
-}
-
-impl FilecoinRunner {
-    /// Parameters (`.params` and `.vk`) in `param_dir` by Filecoin's naming; filecoin-proofs
-    /// is pointed at the same directory (and at `parent_dir`, when given) for verification.
-    pub fn new(param_dir: &Path, parent_dir: Option<&Path>) -> Result<FilecoinRunner, RunError> {
-        use_proof_dirs(param_dir, parent_dir).map_err(|e| RunError::Params(e.to_string()))?;
-        Ok(FilecoinRunner {
-            param_dir: param_dir.to_path_buf(),
-        })
-    }
-
-    /// Saves the proof types' compiled circuits in `dir` and finds them there after a
-    /// restart (see cuzk_filecoin::synthesis; process-wide).
-    pub fn save_compiled_circuits_in(&self, dir: &Path) {
-        cuzk_filecoin::synthesis::set_compiled_dir(Some(dir.to_path_buf()));
-    }
-
-    /// "porep-2k" for the interactive and synthetic proofs of a 2 KiB sector (they share
-    /// parameters), "ni-porep-2k" for non-interactive PoRep.
-    pub fn circuit_id(proof: RegisteredSealProof) -> String {
-        let size = size_label(u64::from(proof.sector_size()));
-        if format!("{proof:?}").contains("NonInteractive") {
-            format!("ni-porep-{size}")
-        } else {
-            format!("porep-{size}")
-        }
-    }
-
-    /// "winning-2k" or "wpost-2k" (WindowPoSt API 1.0 and 1.2 share parameters).
-    pub fn post_circuit_id(proof: RegisteredPoStProof) -> String {
-        let size = size_label(u64::from(proof.sector_size()));
-        match proof.typ() {
-            filecoin_proofs::PoStType::Winning => format!("winning-{size}"),
-            filecoin_proofs::PoStType::Window => format!("wpost-{size}"),
-        }
-    }
-
-    /// "snap-32g".
-    pub fn update_circuit_id(proof: RegisteredUpdateProof) -> String {
-        format!("snap-{}", size_label(u64::from(proof.sector_size())))
-    }
-
-    fn srs_ref(&self, typed: Typed) -> Result<SrsRef, RunError> {
-        let (path, circuit_id) = match typed {
-            Typed::Seal(p) => (seal_params_path(&self.param_dir, p), Self::circuit_id(p)),
-            Typed::PoSt(p) => (post_params_path(&self.param_dir, p), Self::post_circuit_id(p)),
-            Typed::Update(p) => (update_params_path(&self.param_dir, p), Self::update_circuit_id(p)),
-        };
-        let path = path.map_err(|e| RunError::Params(e.to_string()))?;
-        let shape = Srs::shape(&path).map_err(|e| {
-            RunError::Params(format!(
-                "{e} (parameters for {typed:?} are expected in {}; fetch them or point the \
-                 parameter cache there)",
-                self.param_dir.display()
-            ))
-        })?;
-        Ok(SrsRef {
-            circuit_id,
-            path,
-            bytes: shape.point_bytes() as u64,
-        })
-    }
-
-    /// A request's sector_size against its proof type's (0: take the type's, as Curio's
-    /// proofshare requests do).
-    fn check_sector_size(request: &JobRequest, size: u64, typed: Typed) -> Result<(), RunError> {
-        if request.sector_size != 0 && request.sector_size != size {
-            return Err(RunError::BadRequest(format!(
-                "sector_size {} does not match registered_proof {} ({typed:?}, {size} bytes)",
-                request.sector_size, request.registered_proof
-            )));
-        }
-        Ok(())
-    }
-
-    fn parse_c1(request: &JobRequest) -> Result<C1Input, RunError> {
-        let c1 = parse_c1(&request.vanilla_proof)
-            .map_err(|e| RunError::BadRequest(format!("vanilla_proof: {e}")))?;
-        if request.sector_size != 0 {
-            c1.check_sector_size(request.sector_size)
-                .map_err(|e| RunError::BadRequest(format!("sector_size: {e}")))?;
-        }
-        Ok(c1)
-    }
-
-    /// The proof type and its partition count, checked against the kind and sector size.
-    fn typed(request: &JobRequest) -> Result<(Typed, usize), RunError> {
-        let bad = |e: ProofError| RunError::BadRequest(e.to_string());
-        match request.kind {
-            ProofKind::PoRepSealCommit => {
-                let c1 = Self::parse_c1(request)?;
-                let p = c1.registered_proof();
-                Ok((Typed::Seal(p), usize::from(p.partitions())))
-            }
-            ProofKind::SnapDealsUpdate => {
-                let p = update_proof_from_wire(request.registered_proof).map_err(bad)?;
-                Self::check_sector_size(request, u64::from(p.sector_size()), Typed::Update(p))?;
-                Ok((Typed::Update(p), usize::from(p.partitions())))
-            }
-            ProofKind::WindowPostPartition | ProofKind::WinningPost => {
-                let p = post_proof_from_wire(request.registered_proof).map_err(bad)?;
-                let winning = request.kind == ProofKind::WinningPost;
-                if winning != (p.typ() == filecoin_proofs::PoStType::Winning) {
-                    return Err(RunError::BadRequest(format!(
-                        "registered_proof {} is {p:?}, not a {} proof type; {} takes {}",
-                        request.registered_proof,
-                        if winning { "WinningPoSt" } else { "WindowPoSt" },
-                        request.kind.queue_name(),
-                        if winning { "0-4" } else { "5-14" }
-                    )));
-                }
-                Self::check_sector_size(request, u64::from(p.sector_size()), Typed::PoSt(p))?;
-                Ok((Typed::PoSt(p), 1))
-            }
-        }
-    }
-
-    fn miner(request: &JobRequest) -> Result<u64, RunError> {
-        if request.miner_id == 0 {
-            return Err(RunError::BadRequest(
-                "miner_id is 0; expected the miner actor id the sector belongs to".into(),
-            ));
-        }
-        Ok(request.miner_id)
-    }
-
-    /// The checked job of a request.
-    fn job(request: &JobRequest, cancel: &CancelToken) -> Result<Box<dyn ProofJob>, RunError> {
-        let (typed, _) = Self::typed(request)?;
-        Ok(match typed {
-            Typed::Seal(_) => {
-                let c1 = Self::parse_c1(request)?;
-                let miner = Self::miner(request)?;
-                let sector_id = match (request.sector_number, c1.sector_num) {
-                    (0, Some(n)) => n,
-                    (0, None) => {
-                        return Err(RunError::BadRequest(
-                            "sector_number is 0 and the C1 input is not an envelope with SectorNum".into(),
-                        ))
-                    }
-                    (n, _) => n,
-                };
-                let id = SectorIdentity { prover_id: prover_id_from_miner(miner), sector_id };
-                let job = PoRepJob::new(&c1).map_err(|e| job_error(e, cancel))?;
-                Box::new(SealCommit { job, id })
-            }
-            Typed::Update(registered_proof) => Box::new(
-                SnapJob::new(&SnapRequest {
-                    registered_proof,
-                    vanilla_proofs: &request.vanilla_proofs,
-                    comm_r_old: &request.comm_r_old,
-                    comm_r_new: &request.comm_r_new,
-                    comm_d_new: &request.comm_d_new,
-                })
-                .map_err(|e| job_error(e, cancel))?,
-            ),
-            Typed::PoSt(registered_proof) => Box::new(
-                PoStJob::new(&PoStRequest {
-                    registered_proof,
-                    randomness: &request.randomness,
-                    prover_id: prover_id_from_miner(Self::miner(request)?),
-                    partition_index: request.partition_index as usize,
-                    vanilla_proofs: &request.vanilla_proofs,
-                })
-                .map_err(|e| job_error(e, cancel))?,
-            ),
-        })
-    }
-}
-
-impl ProofRunner for FilecoinRunner {
-    fn plan(&self, request: &JobRequest) -> Result<JobPlan, RunError> {
-        let (typed, partitions) = Self::typed(request)?;
-        let srs = self.srs_ref(typed)?;
-        let shape = Srs::shape(&srs.path).map_err(|e| RunError::Params(e.to_string()))?;
-        // Two witnesses at once when partitions are pipelined (see `prove`).
-        let witnesses = (partitions as u64).clamp(1, 2);
-        Ok(JobPlan {
-            footprint_bytes: witnesses * partition_footprint(&shape) + 2 * request.payload_bytes(),
-            srs: Some(srs),
-        })
-    }
-
-    fn synthesize(
+    /// A backend with its own H step (the GPU keeps a, b, c and h on the device) gets the
+    /// call as one kernel region; the CPU backend's H step is the host path, which goes
+    /// through this wrapper kernel by kernel, so that a cancel stops it between NTTs.
+    fn h_msm(
         &self,
-        request: &JobRequest,
-        _plan: &JobPlan,
-        cancel: &CancelToken,
-    ) -> Result<Synthesized, RunError> {
-        cancel.check()?;
-        let job = Self::job(request, cancel)?;
-        cancel.check()?;
-        let (first, t) = job.synthesize(0).map_err(|e| job_error(e, cancel))?;
-        Ok(Synthesized(Box::new(Work {
-            job,
-            first,
-            first_synthesis: t.circuit + t.synthesis,
-        })))
-    }
-
-    fn prove(&self, work: Synthesized, ctx: ProveContext<'_>) -> Result<ProofOutput, RunError> {
-        ctx.cancel.check()?;
-        let work = work
-            .0
-            .downcast::<Work>()
-            .map_err(|_| RunError::Prove("internal: synthesis output of another runner".into()))?;
-        let srs = ctx
-            .srs
-            .ok_or_else(|| RunError::Prove("internal: proving needs parameters".into()))?;
-        let Work { job, first, first_synthesis } = *work;
-        // Pipelining only pays when the device is not the CPU that synthesizes.
-        let overlap = ctx.backend.name() != cuzk_groth16::CpuBackend.name();
-        let synthesis_ns = AtomicU64::new(first_synthesis.as_nanos() as u64);
-        let proofs = pipeline_partitions(
-            job.partitions(),
-            Some(first),
-            overlap,
-            |k| {
-                ctx.cancel.check()?;
-                let (w, t) = job.synthesize(k).map_err(|e| job_error(e, ctx.cancel))?;
-                synthesis_ns.fetch_add((t.circuit + t.synthesis).as_nanos() as u64, Ordering::Relaxed);
-                Ok(w)
-            },
-            |k, w| {
-                ctx.cancel.check()?;
-                let (r, s) = cuzk_groth16::prover::random_blinding(&mut rand::rngs::OsRng);
-                let (proof, _) = cuzk_groth16::prove(ctx.backend, srs, w, r, s).map_err(|e| {
-                    job_error(ProofError::Prove { partition: k, source: e }, ctx.cancel)
-                })?;
-                Ok(proof)
-            },
-        )?;
-        let synthesis = Duration::from_nanos(synthesis_ns.load(Ordering::Relaxed));
-        ctx.cancel.check()?;
-        let (proof, t) = job.finish(&proofs).map_err(|e| job_error(e, ctx.cancel))?;
-        Ok(ProofOutput {
-            proof,
-            synthesis,
-            verify: t.verify,
-        })
-    }
-
-    fn srs_for_circuit(&self, circuit_id: &str) -> Result<SrsRef, RunError> {
-        // Canonical proof per circuit id: the newest interactive (or NI) seal version, the
-        // newest PoSt API.
-        let seal = REGISTERED_SEAL_PROOFS
-            .iter()
-            .rev()
-            .copied()
-            .filter(|p| !format!("{p:?}").contains("Synthetic"))
-            .find(|p| Self::circuit_id(*p) == circuit_id)
-            .map(Typed::Seal);
-        let post = || {
-            (0..15u64)
-                .rev()
-                .filter_map(|v| post_proof_from_wire(v).ok())
-                .find(|p| Self::post_circuit_id(*p) == circuit_id)
-                .map(Typed::PoSt)
-        };
-        let update = || {
-            (0..5u64)
-                .filter_map(|v| update_proof_from_wire(v).ok())
-                .find(|p| Self::update_circuit_id(*p) == circuit_id)
-                .map(Typed::Update)
-        };
-        let typed = seal.or_else(post).or_else(update).ok_or_else(|| {
-            RunError::BadRequest(format!(
-                "circuit_id {circuit_id:?} is unknown; expected porep-<size>, ni-porep-<size>, \
-                 snap-<size>, wpost-<size> or winning-<size> with size 2k, 8m, 512m, 32g or 64g"
-            ))
-        })?;
-        self.srs_ref(typed)
+        a: Vec<Scalar>,
+        b: Vec<Scalar>,
+        c: Vec<Scalar>,
+        h_bases: &[G1Affine],
+    ) -> Result<(G1Projective, Duration), BackendError> {
+        if self.inner.name() == cuzk_groth16::CpuBackend.name() {
+            cuzk_groth16::prover::h_msm_via_host(self, a, b, c, h_bases)
+        } else {
+            self.run(|be| be.h_msm(a, b, c, h_bases))
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use filecoin_proofs_api::RegisteredSealProof as P;
-
-    #[test]
-    fn circuit_ids_name_size_and_variant() {
-        assert_eq!(FilecoinRunner::circuit_id(P::StackedDrg2KiBV1_1), "porep-2k");
-        assert_eq!(
-            FilecoinRunner::circuit_id(P::StackedDrg32GiBV1_1_Feat_SyntheticPoRep),
-            "porep-32g"
-        );
-        assert_eq!(
-            FilecoinRunner::circuit_id(P::StackedDrg64GiBV1_2_Feat_NonInteractivePoRep),
-            "ni-porep-64g"
-        );
-        assert_eq!(FilecoinRunner::circuit_id(P::StackedDrg512MiBV1), "porep-512m");
-    }
-
-    /// Partition k + 1's synthesis runs while partition k proves, results stay in order,
-    /// and without overlap nothing runs at once.
-    #[test]
-    fn partitions_are_pipelined_in_order() {
-        for overlap in [true, false] {
-            let synthesizing = AtomicU64::new(0);
-            let overlapped = AtomicU64::new(0);
-            let synthesized = Mutex::new(Vec::new());
-            let proofs = pipeline_partitions(
-                4,
-                Some(0usize),
-                overlap,
-                |k| {
-                    synthesizing.fetch_add(1, Ordering::SeqCst);
-                    std::thread::sleep(Duration::from_millis(30));
-                    synthesized.lock().unwrap().push(k);
-                    synthesizing.fetch_sub(1, Ordering::SeqCst);
-                    Ok::<_, String>(k)
-                },
-                |k, w| {
-                    assert_eq!(k, w, "partition {k} got witness {w}");
-                    let end = Instant::now() + Duration::from_millis(1000);
-                    while Instant::now() < end {
-                        if synthesizing.load(Ordering::SeqCst) > 0 {
-                            overlapped.fetch_add(1, Ordering::SeqCst);
-                            break;
-                        }
-                        std::thread::sleep(Duration::from_millis(1));
-                    }
-                    Ok(k * 10)
-                },
-            )
-            .unwrap();
-            assert_eq!(proofs, [0, 10, 20, 30]);
-            assert_eq!(*synthesized.lock().unwrap(), [1, 2, 3], "partition 0 came ready");
-            // Proofs 0, 1 and 2 each saw the next partition synthesizing; proof 3 had none next.
-            assert_eq!(overlapped.load(Ordering::SeqCst), if overlap { 3 } else { 0 }, "overlap = {overlap}");
-        }
-    }
-
-    #[test]
-    fn a_failed_partition_stops_the_pipeline() {
-        let proved = AtomicU64::new(0);
-        let r = pipeline_partitions(
-            5,
-            None,
-            true,
-            |k| if k == 2 { Err(format!("partition {k} unsatisfied")) } else { Ok(k) },
-            |_, _| {
-                proved.fetch_add(1, Ordering::SeqCst);
-                Ok::<_, String>(())
-            },
-        );
-        assert_eq!(r.unwrap_err(), "partition 2 unsatisfied");
-        assert_eq!(proved.load(Ordering::SeqCst), 2, "partitions 0 and 1 proved, then the error");
-        let r = pipeline_partitions(3, None, true, Ok::<usize, String>, |k, _| if k == 1 { Err("device lost".to_string()) } else { Ok(k) });
-        assert_eq!(r.unwrap_err(), "device lost");
-    }
-
+    
     /// Counts how many calls run at once; each NTT takes 20 ms, or, with `rendezvous`,
     /// until two run at once (2 s at most).
     #[derive(Default)]
@@ -817,23 +439,5 @@ mod tests {
             .unwrap_err();
         assert!(err.to_string().contains("job cancelled"), "{err}");
         assert_eq!(probe.max.load(Ordering::SeqCst), 0, "no kernel ran");
-    }
-
-    #[test]
-    fn footprint_grows_with_the_domain() {
-        let small = SrsShape {
-            ic: 2,
-            h: 1023,
-            l: 1000,
-            a: 10,
-            b_g1: 10,
-            b_g2: 10,
-        };
-        let big = SrsShape {
-            h: (1 << 20) - 1,
-            ..small
-        };
-        assert_eq!(partition_footprint(&small), (4 * 1024 + 1002) * 32);
-        assert!(partition_footprint(&big) > 100 * partition_footprint(&small));
     }
 }

@@ -19,6 +19,11 @@
 //! Invariants: a request file exists before `submit` returns; a result file is written before
 //! the request file is removed (a crash in between leaves both, and the result wins at
 //! recovery); the attempts file is written before a job starts running.
+//!
+//! What is not here: partial work. A job's partition proofs live in memory until the job
+//! ends; after a crash the job runs again from its request, every partition of it (the
+//! choice: keeping partition proofs would tie each to its job's exact input and parameters
+//! for at most one job's partitions of work saved).
 
 use std::fs::{self, File};
 use std::io::{BufReader, Write};

@@ -1,7 +1,8 @@
 //! A real crash: a child process (this test binary, re-run as `crash_child`) runs an engine
 //! and is killed with SIGKILL in the middle of a job; a new engine on the same state
 //! directory must then run the job again, or fail it explicitly once it has been
-//! interrupted `max_attempts` times. Never silently gone.
+//! interrupted `max_attempts` times. Never silently gone. A job's partitions proved before
+//! the kill are redone.
 
 mod common;
 
@@ -13,6 +14,8 @@ use common::*;
 use cuzk_engine::*;
 
 const CHILD_ENV: &str = "CUZK_ENGINE_CRASH_CHILD";
+/// Set (to anything) for the child of `partitions_proved_before_a_kill_are_redone`.
+const PARTITIONS_ENV: &str = "CUZK_ENGINE_CRASH_PARTITIONS";
 
 /// Not a test on its own: does nothing unless run by `kill_mid_job` with the env set.
 #[test]
@@ -21,6 +24,19 @@ fn crash_child() {
         return;
     };
     let dir = Path::new(&dir);
+    if std::env::var_os(PARTITIONS_ENV).is_some() {
+        let (e, log) = start(config(dir));
+        e.submit(porep("porep-1000-2", &four_partitions())).unwrap();
+        // Partitions 0 and 1 proved, 2 proving: the kill comes mid-job.
+        let end = Instant::now() + Duration::from_secs(20);
+        while log.proved_partitions.lock().unwrap().len() < 3 {
+            assert!(Instant::now() < end, "partition 2 never started proving");
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        std::fs::write(dir.join("child-proving"), b"").unwrap();
+        std::thread::sleep(Duration::from_secs(120));
+        return;
+    }
     let mut c = config(dir);
     c.host_memory_budget_bytes = 100; // the second job stays queued: it never started
     let (e, _) = start(c);
@@ -44,15 +60,27 @@ fn long_job() -> Script {
     Script { prove_ms: 60_000, footprint: 100, ..Script::default() }
 }
 
+/// The job of `partitions_proved_before_a_kill_are_redone`: four partitions of 150 ms.
+fn four_partitions() -> Script {
+    Script { partitions: 4, prove_ms: 150, footprint: 10, ..Script::default() }
+}
+
 /// Runs the child until its job is proving, then SIGKILLs it.
 fn kill_mid_job(dir: &Path) {
+    kill_child_mid_job(dir, false)
+}
+
+fn kill_child_mid_job(dir: &Path, partitions: bool) {
     let _ = std::fs::remove_file(dir.join("child-proving"));
-    let mut child = Command::new(std::env::current_exe().unwrap())
+    let mut command = Command::new(std::env::current_exe().unwrap());
+    command
         .args(["--exact", "crash_child", "--nocapture", "--test-threads=1"])
         .env(CHILD_ENV, dir)
-        .stdout(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+        .stdout(std::process::Stdio::null());
+    if partitions {
+        command.env(PARTITIONS_ENV, "1");
+    }
+    let mut child = command.spawn().unwrap();
     let end = Instant::now() + Duration::from_secs(30);
     while !dir.join("child-proving").exists() {
         if let Ok(Some(status)) = child.try_wait() {
@@ -122,4 +150,21 @@ async fn a_job_interrupted_too_often_fails_with_a_message() {
     let again = e.submit(porep("porep-1000-1", &long_job())).unwrap();
     assert!(again.existing);
     assert_eq!(again.state, JobState::Failed);
+}
+
+/// Killed while partition 2 of 4 proves (0 and 1 done): after the restart the job runs again
+/// from its request, all four partitions (the spool keeps requests, never partial proofs),
+/// and completes.
+#[tokio::test(flavor = "multi_thread")]
+async fn partitions_proved_before_a_kill_are_redone() {
+    let dir = tempfile::tempdir().unwrap();
+    kill_child_mid_job(dir.path(), true);
+
+    let (e, log) = start(config(dir.path()));
+    let r = done(&e, "porep-1000-2").await;
+    assert_eq!((r.status, r.attempts), (JobStatus::Completed, 2), "{r:?}");
+    assert_eq!(r.proof, b"porep-1000-2");
+    let mut proved: Vec<usize> = log.proved_partitions.lock().unwrap().iter().map(|(_, k)| *k).collect();
+    proved.sort();
+    assert_eq!(proved, [0, 1, 2, 3], "every partition proved again after the restart");
 }

@@ -143,7 +143,7 @@ async fn porep_2kib_through_the_engine_verifies_and_bad_jobs_fail_alone() {
     }
     // Its parameters cannot be evicted under it.
     let refused = engine.evict_srs("porep-2k").unwrap_err();
-    assert!(refused.to_string().contains("in use by 1 running job"), "{refused}");
+    assert!(refused.to_string().contains("in use by 1 running job(s) (cancel-me)"), "{refused}");
     assert_eq!(engine.status().srs.len(), 1, "a refused evict leaves them resident");
     tokio::time::sleep(Duration::from_secs(3)).await;
     let t = Instant::now();

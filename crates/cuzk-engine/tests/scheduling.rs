@@ -313,12 +313,13 @@ async fn a_panic_in_any_stage_fails_its_job_alone() {
     c.synthesis_workers = 1;
     c.gpu_workers_per_device = 1;
     let (e, log) = start(c);
-    for stage in ["plan", "synthesize", "prove"] {
+    const STAGES: [&str; 5] = ["plan", "prepare", "synthesize", "prove", "finish"];
+    for stage in STAGES {
         let s = Script { panic_in: Some(stage.into()), footprint: 1000, ..quick() };
         e.submit(porep(&format!("panics-in-{stage}"), &s)).unwrap();
     }
     e.submit(porep("good", &Script { footprint: 1000, ..quick() })).unwrap();
-    for stage in ["plan", "synthesize", "prove"] {
+    for stage in STAGES {
         let r = done(&e, &format!("panics-in-{stage}")).await;
         assert_eq!(r.status, JobStatus::Failed, "{r:?}");
         let msg = r.error.as_deref().unwrap();
@@ -334,7 +335,7 @@ async fn a_panic_in_any_stage_fails_its_job_alone() {
     e.submit(porep("after", &quick())).unwrap();
     assert_eq!(done(&e, "after").await.status, JobStatus::Completed);
     let st = e.status();
-    assert_eq!((st.completed, st.failed, st.memory.in_use_bytes), (2, 3, 0));
+    assert_eq!((st.completed, st.failed, st.memory.in_use_bytes), (2, 5, 0));
     assert_eq!(log.held.load(Ordering::SeqCst), 0, "the panicking prove's witness was dropped");
     assert!(e.drain(Duration::from_secs(5)).threads_stopped);
 }

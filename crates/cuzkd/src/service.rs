@@ -239,23 +239,39 @@ mod tests {
     /// Proves nothing: holds each job in `prove` until `open`, then answers its id's bytes.
     struct Gate(Arc<AtomicBool>);
 
+    struct GateJob {
+        id: String,
+        open: Arc<AtomicBool>,
+    }
+
     impl ProofRunner for Gate {
         fn plan(&self, _: &JobRequest) -> Result<JobPlan, RunError> {
-            Ok(JobPlan { srs: None, footprint_bytes: 1 })
+            Ok(JobPlan::new(1, 1))
         }
-        fn synthesize(&self, r: &JobRequest, _: &JobPlan, _: &CancelToken) -> Result<Synthesized, RunError> {
-            Ok(Synthesized(Box::new(r.request_id.clone())))
-        }
-        fn prove(&self, work: Synthesized, ctx: ProveContext<'_>) -> Result<ProofOutput, RunError> {
-            while !self.0.load(Ordering::SeqCst) {
-                ctx.cancel.check()?;
-                std::thread::sleep(Duration::from_millis(2));
-            }
-            let id = work.0.downcast::<String>().map_err(|_| RunError::Prove("work".into()))?;
-            Ok(ProofOutput { proof: id.into_bytes(), ..Default::default() })
+        fn prepare(&self, r: &JobRequest, _: &JobPlan, _: &CancelToken) -> Result<Box<dyn PreparedJob>, RunError> {
+            Ok(Box::new(GateJob { id: r.request_id.clone(), open: self.0.clone() }))
         }
         fn srs_for_circuit(&self, c: &str) -> Result<SrsRef, RunError> {
             Err(RunError::BadRequest(format!("no circuit {c}")))
+        }
+    }
+
+    impl PreparedJob for GateJob {
+        fn partitions(&self) -> usize {
+            1
+        }
+        fn synthesize(&self, _: usize, _: &CancelToken) -> Result<PartitionWork, RunError> {
+            Ok(PartitionWork::default())
+        }
+        fn prove(&self, _: usize, _: PartitionWork, ctx: ProveContext<'_>) -> Result<PartitionProof, RunError> {
+            while !self.open.load(Ordering::SeqCst) {
+                ctx.cancel.check()?;
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            Ok(PartitionProof::placeholder())
+        }
+        fn finish(&self, _: Vec<PartitionProof>, _: &CancelToken) -> Result<ProofOutput, RunError> {
+            Ok(ProofOutput { proof: self.id.clone().into_bytes(), ..Default::default() })
         }
     }
 

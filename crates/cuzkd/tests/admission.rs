@@ -9,27 +9,43 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::*;
-use cuzk_engine::{CancelToken, JobPlan, JobRequest, ProofOutput, ProofRunner, ProveContext, RunError, SrsRef, Synthesized};
+use cuzk_engine::{
+    CancelToken, JobPlan, JobRequest, PartitionProof, PartitionWork, PreparedJob, ProofOutput, ProofRunner, ProveContext,
+    RunError, SrsRef,
+};
 use cuzk_proto::v1::*;
 use cuzk_proto::{connect, Address, DEFAULT_MAX_MESSAGE_BYTES};
 
 /// Not a prover: plans slowly, then answers the request id's bytes.
 struct SlowPlan;
 
+struct IdJob(String);
+
 impl ProofRunner for SlowPlan {
     fn plan(&self, _: &JobRequest) -> Result<JobPlan, RunError> {
         std::thread::sleep(Duration::from_millis(1500));
-        Ok(JobPlan { srs: None, footprint_bytes: 1 })
+        Ok(JobPlan::new(1, 1))
     }
-    fn synthesize(&self, r: &JobRequest, _: &JobPlan, _: &CancelToken) -> Result<Synthesized, RunError> {
-        Ok(Synthesized(Box::new(r.request_id.clone())))
-    }
-    fn prove(&self, work: Synthesized, _: ProveContext<'_>) -> Result<ProofOutput, RunError> {
-        let id = work.0.downcast::<String>().map_err(|_| RunError::Prove("work".into()))?;
-        Ok(ProofOutput { proof: id.into_bytes(), ..Default::default() })
+    fn prepare(&self, r: &JobRequest, _: &JobPlan, _: &CancelToken) -> Result<Box<dyn PreparedJob>, RunError> {
+        Ok(Box::new(IdJob(r.request_id.clone())))
     }
     fn srs_for_circuit(&self, c: &str) -> Result<SrsRef, RunError> {
         Err(RunError::BadRequest(format!("no circuit {c}")))
+    }
+}
+
+impl PreparedJob for IdJob {
+    fn partitions(&self) -> usize {
+        1
+    }
+    fn synthesize(&self, _: usize, _: &CancelToken) -> Result<PartitionWork, RunError> {
+        Ok(PartitionWork::default())
+    }
+    fn prove(&self, _: usize, _: PartitionWork, _: ProveContext<'_>) -> Result<PartitionProof, RunError> {
+        Ok(PartitionProof::placeholder())
+    }
+    fn finish(&self, _: Vec<PartitionProof>, _: &CancelToken) -> Result<ProofOutput, RunError> {
+        Ok(ProofOutput { proof: self.0.clone().into_bytes(), ..Default::default() })
     }
 }
 

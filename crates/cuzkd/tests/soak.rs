@@ -23,8 +23,8 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use cuzk_engine::{
-    CancelToken, JobPlan, JobRequest, FilecoinRunner, ProofKind as EngineKind, ProofOutput, ProofRunner, ProveContext, RunError, SrsRef,
-    Synthesized,
+    CancelToken, FilecoinRunner, JobPlan, JobRequest, PartitionProof, PartitionWork, PreparedJob, ProofKind as EngineKind,
+    ProofOutput, ProofRunner, ProveContext, RunError, SrsRef,
 };
 use cuzk_filecoin::fixture::{default_fixture_dir, ensure_fixture};
 use cuzk_proto::v1::{await_proof_response::Status, *};
@@ -52,10 +52,12 @@ struct SoakRunner {
     log: PathBuf,
 }
 
-struct SyntheticWork {
+/// A synthetic job, prepared.
+struct SyntheticJob {
     id: String,
     payload: Vec<u8>,
     ms: u64,
+    log: PathBuf,
 }
 
 fn work_for(ms: u64, cancel: &CancelToken) -> Result<(), RunError> {
@@ -80,32 +82,42 @@ impl ProofRunner for SoakRunner {
             return self.porep.plan(r);
         }
         synthetic_ms(r)?;
-        Ok(JobPlan { srs: None, footprint_bytes: 1 << 20 })
+        Ok(JobPlan::new(1, 1 << 20))
     }
 
-    fn synthesize(&self, r: &JobRequest, plan: &JobPlan, cancel: &CancelToken) -> Result<Synthesized, RunError> {
+    fn prepare(&self, r: &JobRequest, plan: &JobPlan, cancel: &CancelToken) -> Result<Box<dyn PreparedJob>, RunError> {
         if r.kind != EngineKind::WinningPost {
-            return self.porep.synthesize(r, plan, cancel);
+            return self.porep.prepare(r, plan, cancel);
         }
         let ms = synthetic_ms(r)?;
-        work_for(ms / 2, cancel)?;
-        Ok(Synthesized(Box::new(SyntheticWork { id: r.request_id.clone(), payload: r.vanilla_proof.clone(), ms })))
-    }
-
-    fn prove(&self, work: Synthesized, ctx: ProveContext<'_>) -> Result<ProofOutput, RunError> {
-        let work = match work.0.downcast::<SyntheticWork>() {
-            Ok(w) => w,
-            Err(other) => return self.porep.prove(Synthesized(other), ctx),
-        };
-        work_for(work.ms - work.ms / 2, ctx.cancel)?;
-        use std::io::Write;
-        let mut log = std::fs::OpenOptions::new().create(true).append(true).open(&self.log).unwrap();
-        writeln!(log, "{}", work.id).unwrap();
-        Ok(ProofOutput { proof: synthetic_proof(&work.id, &work.payload), ..Default::default() })
+        Ok(Box::new(SyntheticJob { id: r.request_id.clone(), payload: r.vanilla_proof.clone(), ms, log: self.log.clone() }))
     }
 
     fn srs_for_circuit(&self, circuit_id: &str) -> Result<SrsRef, RunError> {
         self.porep.srs_for_circuit(circuit_id)
+    }
+}
+
+impl PreparedJob for SyntheticJob {
+    fn partitions(&self) -> usize {
+        1
+    }
+
+    fn synthesize(&self, _: usize, cancel: &CancelToken) -> Result<PartitionWork, RunError> {
+        work_for(self.ms / 2, cancel)?;
+        Ok(PartitionWork::default())
+    }
+
+    fn prove(&self, _: usize, _: PartitionWork, ctx: ProveContext<'_>) -> Result<PartitionProof, RunError> {
+        work_for(self.ms - self.ms / 2, ctx.cancel)?;
+        Ok(PartitionProof::placeholder())
+    }
+
+    fn finish(&self, _: Vec<PartitionProof>, _: &CancelToken) -> Result<ProofOutput, RunError> {
+        use std::io::Write;
+        let mut log = std::fs::OpenOptions::new().create(true).append(true).open(&self.log).unwrap();
+        writeln!(log, "{}", self.id).unwrap();
+        Ok(ProofOutput { proof: synthetic_proof(&self.id, &self.payload), ..Default::default() })
     }
 }
 

@@ -15,15 +15,33 @@ use serde::Deserialize;
 #[derive(Clone, Debug, Default, Deserialize, serde::Serialize)]
 #[serde(default)]
 pub struct Script {
+    /// Partitions (0 counts as 1).
+    pub partitions: usize,
+    /// Per partition.
     pub synth_ms: u64,
+    /// Per partition.
     pub prove_ms: u64,
+    /// Host bytes per partition.
     pub footprint: u64,
+    /// Host bytes of the prepared job.
+    pub job_bytes: u64,
     /// Fail at plan with this message.
     pub plan_fail: Option<String>,
-    /// Fail at prove with this message.
+    /// Fail at prove with this message (only partition `fail_partition`, when given).
     pub prove_fail: Option<String>,
-    /// Panic in this stage ("plan", "synthesize" or "prove"), as a library bug would.
+    pub fail_partition: Option<usize>,
+    /// Panic in this stage ("plan", "prepare", "synthesize", "prove" or "finish"), as a
+    /// library bug would.
     pub panic_in: Option<String>,
+    /// Real parameters the job names (circuit id, `.params` path, decoded bytes); its
+    /// partitions then refuse to prove without them.
+    pub srs: Option<(String, std::path::PathBuf, u64)>,
+}
+
+impl Script {
+    fn partitions(&self) -> usize {
+        self.partitions.max(1)
+    }
 }
 
 fn maybe_panic(s: &Script, stage: &str) {
@@ -32,31 +50,52 @@ fn maybe_panic(s: &Script, stage: &str) {
     }
 }
 
+/// What the scripted jobs did.
 #[derive(Default)]
 pub struct Scripted {
-    /// Job ids in the order proving started.
+    /// Job ids in the order proving of their partitions started (one entry per partition).
     pub proved: Mutex<Vec<String>>,
+    /// (job id, partition) in the order proving started.
+    pub proved_partitions: Mutex<Vec<(String, usize)>>,
+    /// Job ids in the order their first partition's synthesis started.
     pub synthesized: Mutex<Vec<String>>,
-    /// Jobs holding synthesized data now, and the most at once.
+    /// Witnesses in memory now (from the start of a partition's synthesis to the end of its
+    /// proof), and the most at once.
     pub held: AtomicI64,
     pub max_held: AtomicI64,
+    /// Partitions being proved now, and the most at once.
+    pub proving: AtomicI64,
+    pub max_proving: AtomicI64,
     pub cancelled_in_prove: AtomicUsize,
 }
 
-/// Synthesized data; counts itself out when dropped (that is the memory being released).
-struct Work {
-    id: String,
-    script: Script,
-    runner: Arc<Scripted>,
+/// Counts one up in `now` (and `max`) until dropped.
+struct Live<'a> {
+    now: &'a AtomicI64,
 }
 
-impl Drop for Work {
+impl<'a> Live<'a> {
+    fn new(now: &'a AtomicI64, max: &AtomicI64) -> Live<'a> {
+        let n = now.fetch_add(1, Ordering::SeqCst) + 1;
+        max.fetch_max(n, Ordering::SeqCst);
+        Live { now }
+    }
+}
+
+impl Drop for Live<'_> {
     fn drop(&mut self) {
-        self.runner.held.fetch_sub(1, Ordering::SeqCst);
+        self.now.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
 pub struct ScriptedRunner(pub Arc<Scripted>);
+
+/// A scripted job, prepared.
+struct ScriptedJob {
+    id: String,
+    script: Script,
+    log: Arc<Scripted>,
+}
 
 fn script(r: &JobRequest) -> Result<Script, RunError> {
     serde_json::from_slice(&r.vanilla_proof)
@@ -80,61 +119,70 @@ impl ProofRunner for ScriptedRunner {
         if let Some(m) = s.plan_fail {
             return Err(RunError::BadRequest(m));
         }
-        Ok(JobPlan {
-            srs: None,
-            footprint_bytes: s.footprint,
-        })
+        let plan = JobPlan { job_bytes: s.job_bytes, ..JobPlan::new(s.partitions(), s.footprint) };
+        let srs = s.srs.map(|(circuit_id, path, bytes)| SrsRef { circuit_id, path, bytes });
+        Ok(JobPlan { srs, ..plan })
     }
 
-    fn synthesize(
-        &self,
-        request: &JobRequest,
-        _plan: &JobPlan,
-        cancel: &CancelToken,
-    ) -> Result<Synthesized, RunError> {
-        let s = script(request)?;
-        maybe_panic(&s, "synthesize");
-        let now = self.0.held.fetch_add(1, Ordering::SeqCst) + 1;
-        self.0.max_held.fetch_max(now, Ordering::SeqCst);
-        let work = Work {
-            id: request.request_id.clone(),
-            script: s.clone(),
-            runner: self.0.clone(),
-        };
-        self.0
-            .synthesized
-            .lock()
-            .unwrap()
-            .push(request.request_id.clone());
-        work_for(s.synth_ms, cancel)?;
-        Ok(Synthesized(Box::new(work)))
-    }
-
-    fn prove(&self, work: Synthesized, ctx: ProveContext<'_>) -> Result<ProofOutput, RunError> {
-        let work = work
-            .0
-            .downcast::<Work>()
-            .map_err(|_| RunError::Prove("wrong work".into()))?;
-        self.0.proved.lock().unwrap().push(work.id.clone());
-        // After the witness is taken: a panic here must still drop (release) it.
-        maybe_panic(&work.script, "prove");
-        if let Err(e) = work_for(work.script.prove_ms, ctx.cancel) {
-            self.0.cancelled_in_prove.fetch_add(1, Ordering::SeqCst);
-            return Err(e);
-        }
-        if let Some(m) = &work.script.prove_fail {
-            return Err(RunError::Prove(m.clone()));
-        }
-        Ok(ProofOutput {
-            proof: work.id.clone().into_bytes(),
-            ..Default::default()
-        })
+    fn prepare(&self, request: &JobRequest, _: &JobPlan, _: &CancelToken) -> Result<Box<dyn PreparedJob>, RunError> {
+        let script = script(request)?;
+        maybe_panic(&script, "prepare");
+        Ok(Box::new(ScriptedJob { id: request.request_id.clone(), script, log: self.0.clone() }))
     }
 
     fn srs_for_circuit(&self, circuit_id: &str) -> Result<SrsRef, RunError> {
         Err(RunError::BadRequest(format!(
             "no circuit {circuit_id} in the test runner"
         )))
+    }
+}
+
+impl PreparedJob for ScriptedJob {
+    fn partitions(&self) -> usize {
+        self.script.partitions()
+    }
+
+    fn synthesize(&self, k: usize, cancel: &CancelToken) -> Result<PartitionWork, RunError> {
+        maybe_panic(&self.script, "synthesize");
+        if k == 0 {
+            self.log.synthesized.lock().unwrap().push(self.id.clone());
+        }
+        // Counted from here to the end of its proof; a synthesis that stops counts itself
+        // out at once.
+        let live = Live::new(&self.log.held, &self.log.max_held);
+        work_for(self.script.synth_ms, cancel)?;
+        std::mem::forget(live);
+        Ok(PartitionWork::default())
+    }
+
+    fn prove(&self, k: usize, _work: PartitionWork, ctx: ProveContext<'_>) -> Result<PartitionProof, RunError> {
+        // The witness synthesize counted in: out when this returns, on every path.
+        let _witness = Live { now: &self.log.held };
+        let _proving = Live::new(&self.log.proving, &self.log.max_proving);
+        self.log.proved.lock().unwrap().push(self.id.clone());
+        self.log.proved_partitions.lock().unwrap().push((self.id.clone(), k));
+        maybe_panic(&self.script, "prove");
+        if self.script.srs.is_some() && ctx.srs.is_none() {
+            return Err(RunError::Prove("the job's parameters are not there".into()));
+        }
+        if let Err(e) = work_for(self.script.prove_ms, ctx.cancel) {
+            self.log.cancelled_in_prove.fetch_add(1, Ordering::SeqCst);
+            return Err(e);
+        }
+        if let Some(m) = &self.script.prove_fail {
+            if self.script.fail_partition.is_none_or(|f| f == k) {
+                return Err(RunError::Prove(m.clone()));
+            }
+        }
+        Ok(PartitionProof::placeholder())
+    }
+
+    fn finish(&self, proofs: Vec<PartitionProof>, _: &CancelToken) -> Result<ProofOutput, RunError> {
+        maybe_panic(&self.script, "finish");
+        if proofs.len() != self.script.partitions() {
+            return Err(RunError::Prove(format!("{} proofs for {} partitions", proofs.len(), self.script.partitions())));
+        }
+        Ok(ProofOutput { proof: self.id.clone().into_bytes(), ..Default::default() })
     }
 }
 

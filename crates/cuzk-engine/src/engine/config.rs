@@ -1,0 +1,123 @@
+//! The engine's settings, their defaults and their checks (shared by `Engine::start` and
+//! `Engine::reconfigure`).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::error::EngineError;
+
+/// Engine settings. Names follow the daemon's TOML keys.
+#[derive(Clone, Debug)]
+pub struct EngineConfig {
+    /// Spool and lock file live here (`/var/lib/cuzk` for the daemon).
+    pub state_dir: PathBuf,
+    /// Proving workers per device (unless the device sets its own, [`crate::Device::with_workers`]);
+    /// with the CPU backend (one device) the worker count.
+    pub gpu_workers_per_device: usize,
+    /// Threads that synthesize partitions ahead of proving (and run each job's last step,
+    /// assembly and verification).
+    pub synthesis_workers: usize,
+    /// Host memory that synthesized-but-unproved and proving partitions, the prepared jobs
+    /// they belong to, and resident parameters may hold together.
+    pub host_memory_budget_bytes: u64,
+    /// Resident parameters above this are evicted when idle (LRU); 0 = no limit. They count
+    /// against `host_memory_budget_bytes` as well, and idle ones make room there.
+    pub srs_cache_limit_bytes: u64,
+    /// How long a result is kept when nobody fetches it.
+    pub result_ttl: Duration,
+    /// How long a result is kept after it was fetched (so a retried request still gets it).
+    pub fetched_result_ttl: Duration,
+    /// A job interrupted (crash, kill) this many times fails instead of running again.
+    pub max_attempts: u32,
+    /// Start paused (recovered jobs wait for [`crate::Engine::resume`]): for inspecting the
+    /// spool after a crash before anything runs.
+    pub start_paused: bool,
+    /// Admission: at most this many jobs wait in the queue; beyond it `submit` answers
+    /// [`EngineError::ResourceExhausted`].
+    pub max_queued_jobs: usize,
+    /// Admission: the payload bytes of accepted, unfinished jobs (what the spool holds).
+    pub max_spool_bytes: u64,
+}
+
+impl EngineConfig {
+    /// Defaults: one worker per device, one synthesis thread, 3/4 of the machine's memory as
+    /// budget, results kept an hour (five minutes once fetched), three attempts, 1000 queued
+    /// jobs and 32 GiB of spooled payload at most (about 650 waiting 32 GiB PoRep inputs).
+    pub fn new(state_dir: impl Into<PathBuf>) -> EngineConfig {
+        EngineConfig {
+            state_dir: state_dir.into(),
+            gpu_workers_per_device: 1,
+            synthesis_workers: 1,
+            host_memory_budget_bytes: default_memory_budget(),
+            srs_cache_limit_bytes: 0,
+            result_ttl: Duration::from_secs(3600),
+            fetched_result_ttl: Duration::from_secs(300),
+            max_attempts: 3,
+            start_paused: false,
+            max_queued_jobs: 1000,
+            max_spool_bytes: 32 << 30,
+        }
+    }
+
+    /// The settings no engine can run with: no worker, no synthesis thread, no memory, no
+    /// attempt.
+    pub fn validate(&self) -> Result<(), EngineError> {
+        let zero: Vec<&str> = [
+            ("gpu_workers_per_device", self.gpu_workers_per_device as u64),
+            ("synthesis_workers", self.synthesis_workers as u64),
+            ("host_memory_budget_bytes", self.host_memory_budget_bytes),
+            ("max_attempts", u64::from(self.max_attempts)),
+        ]
+        .into_iter()
+        .filter(|(_, v)| *v == 0)
+        .map(|(k, _)| k)
+        .collect();
+        if zero.is_empty() {
+            Ok(())
+        } else {
+            Err(EngineError::Config(format!(
+                "{} must be at least 1 (with 0 no job could ever run)",
+                zero.join(", ")
+            )))
+        }
+    }
+}
+
+/// 3/4 of MemTotal, or 16 GiB when /proc/meminfo cannot be read.
+pub fn default_memory_budget() -> u64 {
+    machine_memory_bytes().map_or(16 << 30, |m| m / 4 * 3)
+}
+
+/// The default of `[srs] cache_limit_bytes`: half of the machine's memory (no limit when
+/// it cannot be read).
+pub fn default_srs_cache_limit() -> u64 {
+    machine_memory_bytes().map_or(0, |m| m / 2)
+}
+
+/// The machine's memory (MemTotal in /proc/meminfo).
+fn machine_memory_bytes() -> Option<u64> {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| {
+            m.lines()
+                .find(|l| l.starts_with("MemTotal:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|kb| kb.parse::<u64>().ok())
+        })
+        .map(|kb| kb * 1024)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn zero_settings_are_refused_by_name() {
+        assert!(EngineConfig::new("/tmp/x").validate().is_ok());
+        let mut c = EngineConfig::new("/tmp/x");
+        c.synthesis_workers = 0;
+        c.max_attempts = 0;
+        let e = c.validate().unwrap_err().to_string();
+        assert!(e.contains("synthesis_workers, max_attempts must be at least 1"), "{e}");
+    }
+}

@@ -1,0 +1,364 @@
+//! Every proof kind with cuzk's prover: the engine's [`ProofRunner`] over cuzk-filecoin's
+//! [`ProofJob`]s. A job's partitions are its proof's partitions; `finish` assembles them
+//! (NI-PoRep: aggregates) and verifies the result with filecoin-proofs.
+
+use std::path::{Path, PathBuf};
+
+use cuzk_filecoin::c1::REGISTERED_SEAL_PROOFS;
+use cuzk_filecoin::params::{post_params_path, seal_params_path, update_params_path, use_proof_dirs};
+use cuzk_filecoin::post::post_proof_from_wire;
+use cuzk_filecoin::snap::update_proof_from_wire;
+use cuzk_filecoin::{
+    parse_c1, prover_id_from_miner, C1Input, PoRepJob, PoStJob, PoStRequest, ProofError, ProofJob, SealCommit,
+    SectorIdentity, SnapJob, SnapRequest,
+};
+use cuzk_groth16::{Srs, SrsShape};
+use filecoin_proofs_api::{RegisteredPoStProof, RegisteredSealProof, RegisteredUpdateProof};
+
+use crate::error::RunError;
+use crate::job::{JobRequest, ProofKind};
+use crate::runner::{
+    CancelToken, JobPlan, PartitionProof, PartitionWork, PreparedJob, ProofOutput, ProofRunner, ProveContext, SrsRef,
+};
+
+/// Host bytes one partition's proof over parameters of `shape` holds at its peak, from its
+/// synthesis to its proof: the a, b, c evaluations and h over the domain, plus
+/// the assignment of every input and aux variable, 32 bytes per field element.
+pub fn partition_footprint(shape: &SrsShape) -> u64 {
+    let domain = (shape.h as u64 + 1).next_power_of_two();
+    let variables = (shape.ic + shape.l) as u64;
+    (4 * domain + variables) * 32
+}
+
+/// Short size label of a circuit id: 2048 -> "2k", 32 GiB -> "32g".
+fn size_label(bytes: u64) -> String {
+    match bytes {
+        b if b >= 1 << 30 => format!("{}g", b >> 30),
+        b if b >= 1 << 20 => format!("{}m", b >> 20),
+        b => format!("{}k", b >> 10),
+    }
+}
+
+/// Every proof kind with cuzk's prover (cuzk-filecoin): PoRep C2, SnapDeals, a WindowPoSt
+/// partition and WinningPoSt, each verified with filecoin-proofs before it is returned.
+pub struct FilecoinRunner {
+    param_dir: PathBuf,
+}
+
+fn job_error(e: ProofError, cancel: &CancelToken) -> RunError {
+    if cancel.is_cancelled() {
+        RunError::Cancelled
+    } else if e.is_bad_input() {
+        RunError::BadRequest(e.to_string())
+    } else {
+        RunError::Prove(e.to_string())
+    }
+}
+
+/// The proof type a request names, by kind.
+#[derive(Clone, Copy, Debug)]
+enum Typed {
+    /// The seal proof type comes from the C1 output.
+    Seal(RegisteredSealProof),
+    PoSt(RegisteredPoStProof),
+    Update(RegisteredUpdateProof),
+}
+
+impl FilecoinRunner {
+    /// Parameters (`.params` and `.vk`) in `param_dir` by Filecoin's naming; filecoin-proofs
+    /// is pointed at the same directory (and at `parent_dir`, when given) for verification.
+    pub fn new(param_dir: &Path, parent_dir: Option<&Path>) -> Result<FilecoinRunner, RunError> {
+        use_proof_dirs(param_dir, parent_dir).map_err(|e| RunError::Params(e.to_string()))?;
+        Ok(FilecoinRunner {
+            param_dir: param_dir.to_path_buf(),
+        })
+    }
+
+    /// Saves the proof types' compiled circuits in `dir` and finds them there after a
+    /// restart (see cuzk_filecoin::synthesis; process-wide).
+    pub fn save_compiled_circuits_in(&self, dir: &Path) {
+        cuzk_filecoin::synthesis::set_compiled_dir(Some(dir.to_path_buf()));
+    }
+
+    /// "porep-2k" for the interactive and synthetic proofs of a 2 KiB sector (they share
+    /// parameters), "ni-porep-2k" for non-interactive PoRep.
+    pub fn circuit_id(proof: RegisteredSealProof) -> String {
+        let size = size_label(u64::from(proof.sector_size()));
+        if format!("{proof:?}").contains("NonInteractive") {
+            format!("ni-porep-{size}")
+        } else {
+            format!("porep-{size}")
+        }
+    }
+
+    /// "winning-2k" or "wpost-2k" (WindowPoSt API 1.0 and 1.2 share parameters).
+    pub fn post_circuit_id(proof: RegisteredPoStProof) -> String {
+        let size = size_label(u64::from(proof.sector_size()));
+        match proof.typ() {
+            filecoin_proofs::PoStType::Winning => format!("winning-{size}"),
+            filecoin_proofs::PoStType::Window => format!("wpost-{size}"),
+        }
+    }
+
+    /// "snap-32g".
+    pub fn update_circuit_id(proof: RegisteredUpdateProof) -> String {
+        format!("snap-{}", size_label(u64::from(proof.sector_size())))
+    }
+
+    fn srs_ref(&self, typed: Typed) -> Result<SrsRef, RunError> {
+        let (path, circuit_id) = match typed {
+            Typed::Seal(p) => (seal_params_path(&self.param_dir, p), Self::circuit_id(p)),
+            Typed::PoSt(p) => (post_params_path(&self.param_dir, p), Self::post_circuit_id(p)),
+            Typed::Update(p) => (update_params_path(&self.param_dir, p), Self::update_circuit_id(p)),
+        };
+        let path = path.map_err(|e| RunError::Params(e.to_string()))?;
+        let shape = Srs::shape(&path).map_err(|e| {
+            RunError::Params(format!(
+                "{e} (parameters for {typed:?} are expected in {}; fetch them or point the \
+                 parameter cache there)",
+                self.param_dir.display()
+            ))
+        })?;
+        Ok(SrsRef {
+            circuit_id,
+            path,
+            bytes: shape.point_bytes() as u64,
+        })
+    }
+
+    /// A request's sector_size against its proof type's (0: take the type's, as Curio's
+    /// proofshare requests do).
+    fn check_sector_size(request: &JobRequest, size: u64, typed: Typed) -> Result<(), RunError> {
+        if request.sector_size != 0 && request.sector_size != size {
+            return Err(RunError::BadRequest(format!(
+                "sector_size {} does not match registered_proof {} ({typed:?}, {size} bytes)",
+                request.sector_size, request.registered_proof
+            )));
+        }
+        Ok(())
+    }
+
+    fn parse_c1(request: &JobRequest) -> Result<C1Input, RunError> {
+        let c1 = parse_c1(&request.vanilla_proof)
+            .map_err(|e| RunError::BadRequest(format!("vanilla_proof: {e}")))?;
+        if request.sector_size != 0 {
+            c1.check_sector_size(request.sector_size)
+                .map_err(|e| RunError::BadRequest(format!("sector_size: {e}")))?;
+        }
+        Ok(c1)
+    }
+
+    /// The proof type and its partition count, checked against the kind and sector size.
+    fn typed(request: &JobRequest) -> Result<(Typed, usize), RunError> {
+        let bad = |e: ProofError| RunError::BadRequest(e.to_string());
+        match request.kind {
+            ProofKind::PoRepSealCommit => {
+                let c1 = Self::parse_c1(request)?;
+                let p = c1.registered_proof();
+                Ok((Typed::Seal(p), usize::from(p.partitions())))
+            }
+            ProofKind::SnapDealsUpdate => {
+                let p = update_proof_from_wire(request.registered_proof).map_err(bad)?;
+                Self::check_sector_size(request, u64::from(p.sector_size()), Typed::Update(p))?;
+                Ok((Typed::Update(p), usize::from(p.partitions())))
+            }
+            ProofKind::WindowPostPartition | ProofKind::WinningPost => {
+                let p = post_proof_from_wire(request.registered_proof).map_err(bad)?;
+                let winning = request.kind == ProofKind::WinningPost;
+                if winning != (p.typ() == filecoin_proofs::PoStType::Winning) {
+                    return Err(RunError::BadRequest(format!(
+                        "registered_proof {} is {p:?}, not a {} proof type; {} takes {}",
+                        request.registered_proof,
+                        if winning { "WinningPoSt" } else { "WindowPoSt" },
+                        request.kind.queue_name(),
+                        if winning { "0-4" } else { "5-14" }
+                    )));
+                }
+                Self::check_sector_size(request, u64::from(p.sector_size()), Typed::PoSt(p))?;
+                Ok((Typed::PoSt(p), 1))
+            }
+        }
+    }
+
+    fn miner(request: &JobRequest) -> Result<u64, RunError> {
+        if request.miner_id == 0 {
+            return Err(RunError::BadRequest(
+                "miner_id is 0; expected the miner actor id the sector belongs to".into(),
+            ));
+        }
+        Ok(request.miner_id)
+    }
+
+    /// The checked job of a request.
+    fn job(request: &JobRequest, cancel: &CancelToken) -> Result<Box<dyn ProofJob>, RunError> {
+        let (typed, _) = Self::typed(request)?;
+        Ok(match typed {
+            Typed::Seal(_) => {
+                let c1 = Self::parse_c1(request)?;
+                let miner = Self::miner(request)?;
+                let sector_id = match (request.sector_number, c1.sector_num) {
+                    (0, Some(n)) => n,
+                    (0, None) => {
+                        return Err(RunError::BadRequest(
+                            "sector_number is 0 and the C1 input is not an envelope with SectorNum".into(),
+                        ))
+                    }
+                    (n, _) => n,
+                };
+                let id = SectorIdentity { prover_id: prover_id_from_miner(miner), sector_id };
+                let job = PoRepJob::new(&c1).map_err(|e| job_error(e, cancel))?;
+                Box::new(SealCommit { job, id })
+            }
+            Typed::Update(registered_proof) => Box::new(
+                SnapJob::new(&SnapRequest {
+                    registered_proof,
+                    vanilla_proofs: &request.vanilla_proofs,
+                    comm_r_old: &request.comm_r_old,
+                    comm_r_new: &request.comm_r_new,
+                    comm_d_new: &request.comm_d_new,
+                })
+                .map_err(|e| job_error(e, cancel))?,
+            ),
+            Typed::PoSt(registered_proof) => Box::new(
+                PoStJob::new(&PoStRequest {
+                    registered_proof,
+                    randomness: &request.randomness,
+                    prover_id: prover_id_from_miner(Self::miner(request)?),
+                    partition_index: request.partition_index as usize,
+                    vanilla_proofs: &request.vanilla_proofs,
+                })
+                .map_err(|e| job_error(e, cancel))?,
+            ),
+        })
+    }
+}
+
+impl ProofRunner for FilecoinRunner {
+    fn plan(&self, request: &JobRequest) -> Result<JobPlan, RunError> {
+        let (typed, partitions) = Self::typed(request)?;
+        let srs = self.srs_ref(typed)?;
+        let shape = Srs::shape(&srs.path).map_err(|e| RunError::Params(e.to_string()))?;
+        Ok(JobPlan {
+            partitions,
+            partition_bytes: partition_footprint(&shape),
+            // The request and the job parsed from it.
+            job_bytes: 2 * request.payload_bytes(),
+            srs: Some(srs),
+        })
+    }
+
+    fn prepare(
+        &self,
+        request: &JobRequest,
+        _plan: &JobPlan,
+        cancel: &CancelToken,
+    ) -> Result<Box<dyn PreparedJob>, RunError> {
+        cancel.check()?;
+        Ok(Box::new(FilecoinJob { job: Self::job(request, cancel)? }))
+    }
+
+    fn srs_for_circuit(&self, circuit_id: &str) -> Result<SrsRef, RunError> {
+        // Canonical proof per circuit id: the newest interactive (or NI) seal version, the
+        // newest PoSt API.
+        let seal = REGISTERED_SEAL_PROOFS
+            .iter()
+            .rev()
+            .copied()
+            .filter(|p| !format!("{p:?}").contains("Synthetic"))
+            .find(|p| Self::circuit_id(*p) == circuit_id)
+            .map(Typed::Seal);
+        let post = || {
+            (0..15u64)
+                .rev()
+                .filter_map(|v| post_proof_from_wire(v).ok())
+                .find(|p| Self::post_circuit_id(*p) == circuit_id)
+                .map(Typed::PoSt)
+        };
+        let update = || {
+            (0..5u64)
+                .filter_map(|v| update_proof_from_wire(v).ok())
+                .find(|p| Self::update_circuit_id(*p) == circuit_id)
+                .map(Typed::Update)
+        };
+        let typed = seal.or_else(post).or_else(update).ok_or_else(|| {
+            RunError::BadRequest(format!(
+                "circuit_id {circuit_id:?} is unknown; expected porep-<size>, ni-porep-<size>, \
+                 snap-<size>, wpost-<size> or winning-<size> with size 2k, 8m, 512m, 32g or 64g"
+            ))
+        })?;
+        self.srs_ref(typed)
+    }
+}
+
+/// A checked job of any kind (cuzk-filecoin's [`ProofJob`]) as the engine schedules it.
+struct FilecoinJob {
+    job: Box<dyn ProofJob>,
+}
+
+impl PreparedJob for FilecoinJob {
+    fn partitions(&self) -> usize {
+        self.job.partitions()
+    }
+
+    fn synthesize(&self, k: usize, cancel: &CancelToken) -> Result<PartitionWork, RunError> {
+        cancel.check()?;
+        let (witness, _) = self.job.synthesize(k).map_err(|e| job_error(e, cancel))?;
+        Ok(PartitionWork { witness })
+    }
+
+    fn prove(&self, k: usize, work: PartitionWork, ctx: ProveContext<'_>) -> Result<PartitionProof, RunError> {
+        ctx.cancel.check()?;
+        let srs = ctx
+            .srs
+            .ok_or_else(|| RunError::Prove("internal: proving needs parameters".into()))?;
+        let (r, s) = cuzk_groth16::prover::random_blinding(&mut rand::rngs::OsRng);
+        let (proof, _) = cuzk_groth16::prove(ctx.backend, srs, work.witness, r, s)
+            .map_err(|e| job_error(ProofError::Prove { partition: k, source: e }, ctx.cancel))?;
+        Ok(PartitionProof(proof))
+    }
+
+    fn finish(&self, proofs: Vec<PartitionProof>, cancel: &CancelToken) -> Result<ProofOutput, RunError> {
+        cancel.check()?;
+        let proofs: Vec<cuzk_groth16::Proof> = proofs.into_iter().map(|p| p.0).collect();
+        let (proof, t) = self.job.finish(&proofs).map_err(|e| job_error(e, cancel))?;
+        Ok(ProofOutput { proof, verify: t.verify })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use filecoin_proofs_api::RegisteredSealProof as P;
+
+    #[test]
+    fn circuit_ids_name_size_and_variant() {
+        assert_eq!(FilecoinRunner::circuit_id(P::StackedDrg2KiBV1_1), "porep-2k");
+        assert_eq!(
+            FilecoinRunner::circuit_id(P::StackedDrg32GiBV1_1_Feat_SyntheticPoRep),
+            "porep-32g"
+        );
+        assert_eq!(
+            FilecoinRunner::circuit_id(P::StackedDrg64GiBV1_2_Feat_NonInteractivePoRep),
+            "ni-porep-64g"
+        );
+        assert_eq!(FilecoinRunner::circuit_id(P::StackedDrg512MiBV1), "porep-512m");
+    }
+
+    #[test]
+    fn footprint_grows_with_the_domain() {
+        let small = SrsShape {
+            ic: 2,
+            h: 1023,
+            l: 1000,
+            a: 10,
+            b_g1: 10,
+            b_g2: 10,
+        };
+        let big = SrsShape {
+            h: (1 << 20) - 1,
+            ..small
+        };
+        assert_eq!(partition_footprint(&small), (4 * 1024 + 1002) * 32);
+        assert!(partition_footprint(&big) > 100 * partition_footprint(&small));
+    }
+}

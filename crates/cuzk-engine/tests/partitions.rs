@@ -1,0 +1,177 @@
+//! Partition scheduling, driven by the scripted runner (tests/common) with jobs of several
+//! partitions: priorities preempt between partitions, the budget bounds the witnesses in
+//! memory, a failed partition fails its job and returns what it held, cancel stops a job
+//! between partitions, and one job's partitions prove on two devices at once.
+
+mod common;
+
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use common::*;
+use cuzk_engine::*;
+
+/// The test configuration with `synthesis` synthesis threads and `workers` workers.
+fn threads(dir: &std::path::Path, synthesis: usize, workers: usize) -> EngineConfig {
+    let mut c = config(dir);
+    c.synthesis_workers = synthesis;
+    c.gpu_workers_per_device = workers;
+    c
+}
+
+/// Polls `f` until it is true (10 s at most).
+fn until(what: &str, mut f: impl FnMut() -> bool) {
+    let end = Instant::now() + Duration::from_secs(10);
+    while !f() {
+        assert!(Instant::now() < end, "never: {what}");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+/// A WinningPoSt submitted while a low-priority job of six partitions proves waits only for
+/// the partition in flight: its two partitions go before the low job's remaining five, which
+/// were synthesized long before.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_higher_job_goes_before_the_remaining_partitions_of_a_lower_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let (e, log) = start(threads(dir.path(), 2, 1));
+    let low = Script { partitions: 6, synth_ms: 5, prove_ms: 150, footprint: 10, ..Script::default() };
+    e.submit(request("low", ProofKind::PoRepSealCommit, Some(Priority::Low), &low)).unwrap();
+    // Partition 0 proves and the rest wait, synthesized.
+    until("low's five partitions synthesized behind the one proving", || {
+        e.job("low").unwrap().partitions.is_some_and(|p| p.waiting == 5)
+    });
+    let win = Script { partitions: 2, synth_ms: 5, prove_ms: 20, footprint: 10, ..Script::default() };
+    e.submit(request("win", ProofKind::WinningPost, None, &win)).unwrap();
+    assert_eq!(done(&e, "win").await.status, JobStatus::Completed);
+    assert_eq!(done(&e, "low").await.status, JobStatus::Completed);
+    let order: Vec<String> =
+        log.proved_partitions.lock().unwrap().iter().map(|(id, k)| format!("{id}{k}")).collect();
+    // The partition in flight (whichever of low's was synthesized first), then win's, then
+    // low's others.
+    assert_eq!(order.len(), 8, "{order:?}");
+    assert!(order[0].starts_with("low"), "{order:?}");
+    assert_eq!(order[1..3], ["win0", "win1"], "{order:?}");
+    let mut rest = order[3..].to_vec();
+    rest.push(order[0].clone());
+    rest.sort();
+    assert_eq!(rest, ["low0", "low1", "low2", "low3", "low4", "low5"]);
+}
+
+/// A budget of exactly three partitions' bytes: three witnesses are in memory at once
+/// (synthesis runs ahead of two workers), never four, across two jobs' partitions.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_budget_of_three_witnesses_never_holds_four() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = threads(dir.path(), 4, 2);
+    c.host_memory_budget_bytes = 300;
+    let (e, log) = start(c);
+    let s = Script { partitions: 8, synth_ms: 15, prove_ms: 30, footprint: 100, ..Script::default() };
+    e.submit(porep("a", &s)).unwrap();
+    e.submit(porep("b", &Script { partitions: 4, ..s.clone() })).unwrap();
+    let mut most = 0;
+    for id in ["a", "b"] {
+        while !e.job(id).unwrap().state.is_terminal() {
+            let st = e.status();
+            assert!(st.memory.in_use_bytes <= 300, "{:?}", st.memory);
+            most = most.max(st.memory.in_use_bytes);
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert_eq!(done(&e, id).await.status, JobStatus::Completed);
+    }
+    assert_eq!(log.max_held.load(Ordering::SeqCst), 3, "three witnesses at once, not four");
+    assert_eq!(log.held.load(Ordering::SeqCst), 0);
+    assert_eq!(e.status().memory.high_water_bytes, 300);
+    assert_eq!(e.status().memory.in_use_bytes, 0);
+    assert!(most >= 200, "synthesis ran ahead of proving (at most {most} bytes seen)");
+    assert_eq!(log.proved_partitions.lock().unwrap().len(), 12);
+}
+
+/// Partition 3 of 5 fails on its worker: the job fails with that partition named, its other
+/// partitions stop, every byte it reserved comes back, and the next job runs.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_failed_partition_fails_its_job_by_name_and_releases_everything() {
+    let dir = tempfile::tempdir().unwrap();
+    let (e, log) = start(threads(dir.path(), 3, 2));
+    let s = Script {
+        partitions: 5,
+        synth_ms: 10,
+        prove_ms: 60,
+        footprint: 1000,
+        job_bytes: 77,
+        prove_fail: Some("scripted failure".into()),
+        fail_partition: Some(3),
+        ..Script::default()
+    };
+    e.submit(porep("five", &s)).unwrap();
+    let r = done(&e, "five").await;
+    assert_eq!(r.status, JobStatus::Failed);
+    let msg = r.error.as_deref().unwrap();
+    assert!(msg.contains("partition 3 of 5: proving failed: scripted failure"), "{msg}");
+    assert!(r.proof.is_empty());
+    let st = e.status();
+    assert_eq!((st.memory.in_use_bytes, st.running, st.failed), (0, 0, 1), "{:?}", st.memory);
+    assert!(st.memory.high_water_bytes >= 2077, "partitions were held at once");
+    assert!(e.job("five").unwrap().partitions.is_none(), "nothing of the job is left");
+    let proved = log.proved_partitions.lock().unwrap().clone();
+    assert!(proved.contains(&("five".to_string(), 3)), "{proved:?}");
+    e.submit(porep("after", &Script { partitions: 2, ..Script::default() })).unwrap();
+    assert_eq!(done(&e, "after").await.status, JobStatus::Completed);
+    assert_eq!(e.status().memory.in_use_bytes, 0);
+}
+
+/// Cancel while partition 1 of 6 proves: the job stops there (the partitions waiting are
+/// dropped, the one proving stops at its next boundary), and everything comes back.
+#[tokio::test(flavor = "multi_thread")]
+async fn cancel_mid_job_stops_between_partitions() {
+    let dir = tempfile::tempdir().unwrap();
+    let (e, log) = start(threads(dir.path(), 2, 1));
+    let s = Script { partitions: 6, synth_ms: 5, prove_ms: 300, footprint: 10, ..Script::default() };
+    e.submit(porep("six", &s)).unwrap();
+    until("partition 1 proving", || log.proved_partitions.lock().unwrap().len() == 2);
+    let p = e.job("six").unwrap().partitions.unwrap();
+    assert_eq!((p.total, p.proved), (6, 1), "{p:?}");
+    assert!(p.in_flight >= 1, "{p:?}");
+    let t = Instant::now();
+    assert_eq!(e.cancel("six").unwrap(), CancelOutcome::Stopping);
+    let r = done(&e, "six").await;
+    assert_eq!(r.status, JobStatus::Cancelled);
+    assert!(r.error.as_deref().unwrap().contains("after 1 of 6 partitions"), "{r:?}");
+    assert!(t.elapsed() < Duration::from_secs(2), "took {:?}", t.elapsed());
+    assert_eq!(log.proved_partitions.lock().unwrap().len(), 2, "no partition started after the cancel");
+    assert_eq!(log.cancelled_in_prove.load(Ordering::SeqCst), 1);
+    assert_eq!(e.status().memory.in_use_bytes, 0);
+    assert_eq!(e.status().cancelled, 1);
+}
+
+/// One job of four partitions on two devices of one worker each: two of its partitions
+/// prove at the same time, one on each device, and the job's proof comes out once.
+#[tokio::test(flavor = "multi_thread")]
+async fn one_jobs_partitions_prove_in_parallel_on_two_devices() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = config(dir.path());
+    c.synthesis_workers = 2;
+    let devices = vec![
+        Device::new("gpu0", std::sync::Arc::new(cuzk_groth16::CpuBackend)),
+        Device::new("gpu1", std::sync::Arc::new(cuzk_groth16::CpuBackend)),
+    ];
+    let log = std::sync::Arc::new(Scripted::default());
+    let e = Engine::start(c, std::sync::Arc::new(ScriptedRunner(log.clone())), devices).unwrap();
+    let s = Script { partitions: 4, synth_ms: 5, prove_ms: 250, footprint: 10, ..Script::default() };
+    e.submit(porep("four", &s)).unwrap();
+    until("the job proving on both devices", || {
+        let st = e.status();
+        st.devices.iter().all(|d| d.jobs.iter().any(|(id, _)| id == "four"))
+    });
+    let st = e.status();
+    let mut partitions: Vec<usize> = st.workers.iter().filter_map(|w| w.partition).collect();
+    partitions.sort();
+    assert_eq!(partitions.len(), 2, "{:?}", st.workers);
+    assert_ne!(partitions[0], partitions[1]);
+    let r = done(&e, "four").await;
+    assert_eq!((r.status, r.proof.as_slice()), (JobStatus::Completed, b"four".as_slice()));
+    assert_eq!(log.max_proving.load(Ordering::SeqCst), 2);
+    let mut proved: Vec<usize> = log.proved_partitions.lock().unwrap().iter().map(|(_, k)| *k).collect();
+    proved.sort();
+    assert_eq!(proved, [0, 1, 2, 3], "each partition proved once");
+}
