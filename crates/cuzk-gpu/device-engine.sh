@@ -5,7 +5,8 @@
 #
 #   device run: bash crates/cuzk-gpu/device-engine.sh        carry: ["device-carry"]
 #
-# CUZK_PROOFS (3), CUZK_SYNTH_WORKERS (1) and CUZK_GPU_WORKERS (1) set the run. Logs go to $OUT.
+# CUZK_PROOFS (3), CUZK_SYNTH_WORKERS (1, or a list such as 1,2), CUZK_GPU_WORKERS (1) and
+# CUZK_BUDGET_GIB (the host memory budget; default the engine's) set the run. Logs go to $OUT.
 set -u -o pipefail
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT" /tmp/bin /tmp/s32
@@ -15,7 +16,7 @@ nvidia-smi --query-gpu=name,driver_version,memory.used,memory.total --format=csv
 echo "date: $(date -u); $(nproc) cores; $(free -g | awk '/Mem:/{print $2}') GiB" | tee "$OUT/machine.txt"
 /tmp/bin/cuzk-bench gen-fixture --sector-size 32GiB --shape-only --out /tmp/s32 > "$OUT/gen.txt" 2>&1 || exit 1
 /usr/bin/time -v /tmp/bin/cuzk-bench engine-bench --c1 /tmp/s32/c1.shape-only.json --proofs "${CUZK_PROOFS:-3}" \
-  --synthesis-workers "${CUZK_SYNTH_WORKERS:-1}" --gpu-workers "${CUZK_GPU_WORKERS:-1}" > "$OUT/engine-32gib.txt" 2>&1
+  --synthesis-workers "${CUZK_SYNTH_WORKERS:-1}" --gpu-workers "${CUZK_GPU_WORKERS:-1}" ${CUZK_BUDGET_GIB:+--memory-budget-gib $CUZK_BUDGET_GIB} > "$OUT/engine-32gib.txt" 2>&1
 status=$?
 grep -v "^\s*$" "$OUT/engine-32gib.txt" | grep -v "^\s*S job\|^\s*G job" | tail -45
 exit $status

@@ -18,13 +18,12 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use cuzk_engine::{
-    partition_footprint, CancelToken, Device, Engine, EngineConfig, JobPlan, JobRequest, ProofKind, ProofOutput,
-    ProofRunner, ProveContext, RunError, SrsRef, Synthesized,
+    partition_footprint, CancelToken, Device, Engine, EngineConfig, JobPlan, JobRequest, PartitionProof, PartitionWork,
+    PreparedJob, ProofKind, ProofOutput, ProofRunner, ProveContext, RunError, SrsRef,
 };
 use cuzk_filecoin::synthesis::SynthesisPath;
 use cuzk_filecoin::{parse_c1, PoRepJob};
-use cuzk_groth16::Backend;
-use cuzk_groth16::{PartitionWitness, Srs};
+use cuzk_groth16::Srs;
 
 #[derive(clap::Args)]
 pub struct EngineBenchArgs {
@@ -36,9 +35,10 @@ pub struct EngineBenchArgs {
     pub proofs: usize,
     #[arg(long, value_enum, default_value = "gpu")]
     pub backend: crate::shape_bench::ShapeBackend,
-    /// The engine's synthesis threads.
-    #[arg(long, default_value_t = 1)]
-    pub synthesis_workers: usize,
+    /// The engine's synthesis threads (partitions synthesized at once); several values run
+    /// one after the other in this process, on the same parameters (e.g. 1,2,3).
+    #[arg(long, value_delimiter = ',', default_value = "1")]
+    pub synthesis_workers: Vec<usize>,
     /// Proving workers on the device.
     #[arg(long, default_value_t = 1)]
     pub gpu_workers: usize,
@@ -83,10 +83,12 @@ struct ShapeRunner {
     timeline: Arc<Timeline>,
 }
 
-struct Work {
+/// One job of it: the checked input, and where its spans go.
+struct ShapeJob {
     index: usize,
     job: PoRepJob,
-    first: PartitionWitness,
+    srs: Arc<Srs>,
+    timeline: Arc<Timeline>,
 }
 
 fn job_index(request: &JobRequest) -> usize {
@@ -97,63 +99,58 @@ fn run_error(e: impl std::fmt::Display) -> RunError {
     RunError::Prove(e.to_string())
 }
 
-impl ShapeRunner {
-    fn synthesize_partition(&self, index: usize, job: &PoRepJob, k: usize) -> Result<PartitionWitness, RunError> {
-        self.timeline.record(index, k, false, || {
-            job.synthesize_unchecked(k, SynthesisPath::CompiledUnchecked).map(|(w, _, _)| w).map_err(run_error)
-        })
-    }
-}
-
 impl ProofRunner for ShapeRunner {
-    fn plan(&self, _: &JobRequest) -> Result<JobPlan, RunError> {
-        // As FilecoinRunner plans a multi-partition job: two witnesses at once (pipelined).
-        Ok(JobPlan { srs: None, footprint_bytes: 2 * self.footprint })
+    fn plan(&self, request: &JobRequest) -> Result<JobPlan, RunError> {
+        let input = parse_c1(&request.vanilla_proof).map_err(|e| RunError::BadRequest(e.to_string()))?;
+        let partitions = PoRepJob::new(&input).map_err(run_error)?.partitions();
+        Ok(JobPlan::new(partitions, self.footprint))
     }
 
-    fn synthesize(&self, request: &JobRequest, _: &JobPlan, cancel: &CancelToken) -> Result<Synthesized, RunError> {
+    fn prepare(&self, request: &JobRequest, _: &JobPlan, cancel: &CancelToken) -> Result<Box<dyn PreparedJob>, RunError> {
         cancel.check()?;
-        let index = job_index(request);
         let input = parse_c1(&request.vanilla_proof).map_err(|e| RunError::BadRequest(e.to_string()))?;
         let job = PoRepJob::new(&input).map_err(run_error)?;
-        let first = self.synthesize_partition(index, &job, 0)?;
-        Ok(Synthesized(Box::new(Work { index, job, first })))
-    }
-
-    fn prove(&self, work: Synthesized, ctx: ProveContext<'_>) -> Result<ProofOutput, RunError> {
-        let Work { index, job, first } = *work.0.downcast::<Work>().map_err(|_| run_error("another runner's work"))?;
-        let overlap = ctx.backend.name() != cuzk_groth16::CpuBackend.name();
-        let proofs = cuzk_engine::runner::pipeline_partitions(
-            job.partitions(),
-            Some(first),
-            overlap,
-            |k| {
-                ctx.cancel.check()?;
-                self.synthesize_partition(index, &job, k)
-            },
-            |k, w| {
-                ctx.cancel.check()?;
-                let (r, s) = cuzk_groth16::prover::random_blinding(&mut rand::rngs::OsRng);
-                let (proof, t) = self
-                    .timeline
-                    .record(index, k, true, || cuzk_groth16::prove(ctx.backend, &self.srs, w, r, s))
-                    .map_err(run_error)?;
-                let mut st = self.timeline.stages.lock().unwrap_or_else(|p| p.into_inner());
-                st.0.accumulate(&t);
-                st.1 += 1;
-                Ok(proof)
-            },
-        )?;
-        // Shape-only: the proofs cannot verify, so none is attempted (bench only).
-        let mut bytes = Vec::new();
-        for p in &proofs {
-            bytes.extend_from_slice(&p.to_bytes());
-        }
-        Ok(ProofOutput { proof: bytes, synthesis: Duration::ZERO, verify: Duration::ZERO })
+        Ok(Box::new(ShapeJob { index: job_index(request), job, srs: self.srs.clone(), timeline: self.timeline.clone() }))
     }
 
     fn srs_for_circuit(&self, circuit_id: &str) -> Result<SrsRef, RunError> {
         Err(RunError::BadRequest(format!("engine-bench holds its own random parameters, not {circuit_id:?}")))
+    }
+}
+
+impl PreparedJob for ShapeJob {
+    fn partitions(&self) -> usize {
+        self.job.partitions()
+    }
+
+    fn synthesize(&self, k: usize, cancel: &CancelToken) -> Result<PartitionWork, RunError> {
+        cancel.check()?;
+        let witness = self.timeline.record(self.index, k, false, || {
+            self.job.synthesize_unchecked(k, SynthesisPath::CompiledUnchecked).map(|(w, _, _)| w).map_err(run_error)
+        })?;
+        Ok(PartitionWork { witness })
+    }
+
+    fn prove(&self, k: usize, work: PartitionWork, ctx: ProveContext<'_>) -> Result<PartitionProof, RunError> {
+        ctx.cancel.check()?;
+        let (r, s) = cuzk_groth16::prover::random_blinding(&mut rand::rngs::OsRng);
+        let (proof, t) = self
+            .timeline
+            .record(self.index, k, true, || cuzk_groth16::prove(ctx.backend, &self.srs, work.witness, r, s))
+            .map_err(run_error)?;
+        let mut st = self.timeline.stages.lock().unwrap_or_else(|p| p.into_inner());
+        st.0.accumulate(&t);
+        st.1 += 1;
+        Ok(PartitionProof(proof))
+    }
+
+    fn finish(&self, proofs: Vec<PartitionProof>, _: &CancelToken) -> Result<ProofOutput, RunError> {
+        // Shape-only: the proofs cannot verify, so none is attempted (bench only).
+        let mut bytes = Vec::new();
+        for p in &proofs {
+            bytes.extend_from_slice(&p.0.to_bytes());
+        }
+        Ok(ProofOutput { proof: bytes, verify: Duration::ZERO })
     }
 }
 
@@ -177,7 +174,7 @@ pub fn run(args: &EngineBenchArgs) -> Result<()> {
     let job = PoRepJob::new(&input)?;
     let partitions = job.partitions();
     println!(
-        "engine-bench: {:?}, {} proofs of {partitions} partitions through the engine, {} synthesis worker(s), {} \
+        "engine-bench: {:?}, {} proofs of {partitions} partitions through the engine, {:?} synthesis worker(s), {} \
          device worker(s), backend {:?}, {} cores",
         input.registered_proof(),
         args.proofs,
@@ -213,78 +210,89 @@ pub fn run(args: &EngineBenchArgs) -> Result<()> {
         )),
         crate::shape_bench::ShapeBackend::Cpu => None,
     };
-    let device = match &gpu {
-        Some(g) => Device::new(format!("gpu0 {}", g.device().name), g.clone()),
-        None => Device::cpu(),
-    }
-    .with_workers(args.gpu_workers);
-    let state = std::env::temp_dir().join(format!("cuzk-engine-bench-{}", std::process::id()));
-    let mut config = EngineConfig::new(&state);
-    config.synthesis_workers = args.synthesis_workers;
-    config.gpu_workers_per_device = args.gpu_workers;
-    if let Some(g) = args.memory_budget_gib {
-        config.host_memory_budget_bytes = g << 30;
-    }
-    config.max_spool_bytes = (raw.len() as u64 + (1 << 20)) * (args.proofs as u64 + 1);
-    let timeline = Arc::new(Timeline { t0: Instant::now(), spans: Mutex::new(Vec::new()), stages: Default::default() });
     let footprint = partition_footprint(&shape);
-    println!(
-        "  engine: host memory budget {:.1} GiB, each job reserves {:.1} GiB (two partition witnesses by the \
-         engine's formula)",
-        config.host_memory_budget_bytes as f64 / (1u64 << 30) as f64,
-        2.0 * footprint as f64 / (1u64 << 30) as f64
-    );
-    let runner = Arc::new(ShapeRunner { srs: srs.clone(), footprint, timeline: timeline.clone() });
-    let engine = Engine::start(config, runner, vec![device])?;
-
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
-    let t0 = timeline.t0;
-    let mut ids = Vec::new();
-    for i in 0..args.proofs {
-        let request = JobRequest {
-            request_id: format!("engine-bench-{}-{i}", std::process::id()),
-            vanilla_proof: raw.clone(),
-            sector_size: u64::from(input.registered_proof().sector_size()),
-            ..JobRequest::new(ProofKind::PoRepSealCommit)
-        };
-        ids.push(engine.submit(request)?.job_id);
-    }
-    let mut done = Vec::new();
-    for id in &ids {
-        let outcome = rt.block_on(engine.await_job(id, None))?;
-        let cuzk_engine::AwaitOutcome::Done(r) = outcome else { bail!("job {id} did not finish") };
-        if r.status != cuzk_engine::JobStatus::Completed {
-            bail!("job {id}: {:?}: {}", r.status, r.error.clone().unwrap_or_default());
+    for &workers in &args.synthesis_workers {
+        let device = match &gpu {
+            Some(g) => Device::new(format!("gpu0 {}", g.device().name), g.clone()),
+            None => Device::cpu(),
         }
-        done.push((id.clone(), t0.elapsed(), r.proof.len(), r.timings.gpu_compute));
-    }
-    let _ = engine.drain(Duration::from_secs(5));
-    let _ = std::fs::remove_dir_all(&state);
-
-    let spans = timeline.spans.lock().unwrap_or_else(|p| p.into_inner()).clone();
-    print_report(&spans, &done, partitions);
-    let (st, n) = *timeline.stages.lock().unwrap_or_else(|p| p.into_inner());
-    if n > 0 {
-        let avg = |d: Duration| d.as_secs_f64() / n as f64;
+        .with_workers(args.gpu_workers);
+        let state = std::env::temp_dir().join(format!("cuzk-engine-bench-{}-{workers}", std::process::id()));
+        let mut config = EngineConfig::new(&state);
+        config.synthesis_workers = workers.max(1);
+        config.gpu_workers_per_device = args.gpu_workers;
+        if let Some(g) = args.memory_budget_gib {
+            config.host_memory_budget_bytes = g << 30;
+        }
+        config.max_spool_bytes = (raw.len() as u64 + (1 << 20)) * (args.proofs as u64 + 1);
         println!(
-            "  prove() stages, average of {n} partitions: H step {:.2} s, H MSM {:.2} s, split after H {:.2} s (beside H \
-             {:.2} s), L {:.2} s, A {:.2} s, B_G1 {:.2} s, B_G2 {:.2} s, assembly {:.3} s; sum {:.2} s",
-            avg(st.ntt_h),
-            avg(st.msm_h),
-            avg(st.split),
-            avg(st.split_beside_h),
-            avg(st.msm_l),
-            avg(st.msm_a),
-            avg(st.msm_b_g1),
-            avg(st.msm_b_g2),
-            avg(st.assembly),
-            avg(st.total())
+            "--- {workers} synthesis worker(s): host memory budget {:.1} GiB, each partition reserves {:.1} GiB (the \
+             engine's formula), so at most {} partitions in memory at once",
+            config.host_memory_budget_bytes as f64 / (1u64 << 30) as f64,
+            footprint as f64 / (1u64 << 30) as f64,
+            config.host_memory_budget_bytes / footprint.max(1)
         );
-    }
-    println!("  peak host RSS {:.1} GiB (the random parameters' host copy included: {:.1} GB)", vm_hwm_gib(), shape.point_bytes() as f64 / 1e9);
-    if let Some(g) = &gpu {
-        let c = g.arena_counters();
-        println!("  peak VRAM (arena high water) {:.1} GiB of a {:.1} GiB budget", c.high_water as f64 / (1u64 << 30) as f64, c.budget as f64 / (1u64 << 30) as f64);
+        let timeline = Arc::new(Timeline { t0: Instant::now(), spans: Mutex::new(Vec::new()), stages: Default::default() });
+        let runner = Arc::new(ShapeRunner { srs: srs.clone(), footprint, timeline: timeline.clone() });
+        let engine = Engine::start(config, runner, vec![device])?;
+        let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+        let t0 = timeline.t0;
+        let mut ids = Vec::new();
+        for i in 0..args.proofs {
+            let request = JobRequest {
+                request_id: format!("engine-bench-{}-{workers}-{i}", std::process::id()),
+                vanilla_proof: raw.clone(),
+                sector_size: u64::from(input.registered_proof().sector_size()),
+                ..JobRequest::new(ProofKind::PoRepSealCommit)
+            };
+            ids.push(engine.submit(request)?.job_id);
+        }
+        let mut done = Vec::new();
+        for id in &ids {
+            let outcome = rt.block_on(engine.await_job(id, None))?;
+            let cuzk_engine::AwaitOutcome::Done(r) = outcome else { bail!("job {id} did not finish") };
+            if r.status != cuzk_engine::JobStatus::Completed {
+                bail!("job {id}: {:?}: {}", r.status, r.error.clone().unwrap_or_default());
+            }
+            done.push((id.clone(), t0.elapsed(), r.proof.len(), r.timings.gpu_compute));
+        }
+        let _ = engine.drain(Duration::from_secs(5));
+        drop(engine);
+        let _ = std::fs::remove_dir_all(&state);
+
+        let spans = timeline.spans.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        print_report(&spans, &done, partitions, workers);
+        let (st, n) = *timeline.stages.lock().unwrap_or_else(|p| p.into_inner());
+        if n > 0 {
+            let avg = |d: Duration| d.as_secs_f64() / n as f64;
+            println!(
+                "  prove() stages, average of {n} partitions: H step {:.2} s, H MSM {:.2} s, split after H {:.2} s \
+                 (beside H {:.2} s), L {:.2} s, A {:.2} s, B_G1 {:.2} s, B_G2 {:.2} s, assembly {:.3} s; sum {:.2} s",
+                avg(st.ntt_h),
+                avg(st.msm_h),
+                avg(st.split),
+                avg(st.split_beside_h),
+                avg(st.msm_l),
+                avg(st.msm_a),
+                avg(st.msm_b_g1),
+                avg(st.msm_b_g2),
+                avg(st.assembly),
+                avg(st.total())
+            );
+        }
+        println!(
+            "  peak host RSS so far {:.1} GiB (the random parameters' host copy included: {:.1} GB)",
+            vm_hwm_gib(),
+            shape.point_bytes() as f64 / 1e9
+        );
+        if let Some(g) = &gpu {
+            let c = g.arena_counters();
+            println!(
+                "  peak VRAM so far (arena high water) {:.1} GiB of a {:.1} GiB budget",
+                c.high_water as f64 / (1u64 << 30) as f64,
+                c.budget as f64 / (1u64 << 30) as f64
+            );
+        }
     }
     Ok(())
 }
@@ -296,7 +304,7 @@ fn secs(d: Duration) -> f64 {
 /// Per proof: its id, when it was done, its bytes, and its time inside backend calls.
 type Done = (String, Duration, usize, Duration);
 
-fn print_report(spans: &[Span], done: &[Done], partitions: usize) {
+fn print_report(spans: &[Span], done: &[Done], partitions: usize, workers: usize) {
     let mut spans = spans.to_vec();
     spans.sort_by_key(|s| s.start);
     println!(
@@ -351,12 +359,13 @@ fn print_report(spans: &[Span], done: &[Done], partitions: usize) {
     if done.len() >= 2 {
         let steady = (done[done.len() - 1].1 - done[0].1) / (done.len() as u32 - 1);
         println!(
-            "=== engine-bench: steady state {:.1} s per proof ({} partitions each; from the first proof's end to the last's), first proof {:.1} s ===",
+            "=== engine-bench, {workers} synthesis worker(s): steady state {:.1} s per proof ({} partitions each; from \
+             the first proof's end to the last's), first proof {:.1} s ===",
             secs(steady),
             partitions,
             secs(done[0].1)
         );
     } else if let Some((_, at, _, _)) = done.first() {
-        println!("=== engine-bench: one proof in {:.1} s ===", secs(*at));
+        println!("=== engine-bench, {workers} synthesis worker(s): one proof in {:.1} s ===", secs(*at));
     }
 }

@@ -1,7 +1,8 @@
 //! What every proof kind's job is to a prover or a scheduler: partitions, each synthesized
 //! into a [`PartitionWitness`] on the CPU and proved through a [`Backend`], then one step that
 //! turns the partition proofs into the kind's output bytes and verifies them with
-//! filecoin-proofs. [`prove_job`] runs these stages in order; the engine pipelines them.
+//! filecoin-proofs. [`prove_job`] runs these stages in order; the engine schedules them
+//! partition by partition.
 
 use std::time::Duration;
 
