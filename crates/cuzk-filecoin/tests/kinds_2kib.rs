@@ -320,3 +320,30 @@ fn larger_proof_types_take_their_own_shapes() {
         refused(snap_job(&r), &["vanilla_proofs"]);
     }
 }
+
+/// WinningPoSt, a WindowPoSt partition and a SnapDeals partition take the compiled path
+/// with the PoRep's equality: the witness recorded, then synthesized again through the
+/// compiled circuit, equals the reference `WitnessCs` path's (a, b, c, assignments,
+/// densities), and both satisfy their circuit.
+#[test]
+fn compiled_witnesses_of_every_kind_equal_the_reference() {
+    use cuzk_filecoin::synthesis::{clear_compiled, SynthesisPath, SynthesisRun};
+    use cuzk_filecoin::ProofJob;
+    let f = fixtures();
+    let jobs: Vec<(&str, Box<dyn ProofJob>)> = vec![
+        ("WinningPoSt", Box::new(post_job(&f.winning).unwrap())),
+        ("WindowPoSt", Box::new(post_job(&f.window).unwrap())),
+        ("SnapDeals", Box::new(snap_job(&f.snap).unwrap())),
+    ];
+    for (kind, job) in jobs {
+        clear_compiled();
+        let (recorded, rt) = job.synthesize_with(0, SynthesisPath::Compiled).unwrap();
+        assert_eq!(rt.run, Some(SynthesisRun::Recorded), "{kind}");
+        let (fast, ft) = job.synthesize_with(0, SynthesisPath::Compiled).unwrap();
+        assert_eq!(ft.run, Some(SynthesisRun::Compiled), "{kind}");
+        let (reference, _) = job.synthesize_with(0, SynthesisPath::Reference).unwrap();
+        assert!(recorded == reference, "{kind}: the recording's witness differs from the reference");
+        assert!(fast == reference, "{kind}: the compiled witness differs from the reference");
+        assert_eq!(reference.first_unsatisfied(), None, "{kind}");
+    }
+}

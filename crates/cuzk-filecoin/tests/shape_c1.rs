@@ -136,6 +136,37 @@ fn shape_only_small_outputs_pass_the_shape_check() {
     assert!(shape_only_proof(4096).is_err());
 }
 
+/// The compiled path against the reference for the other small proof types (synthetic
+/// PoRep, NI-PoRep's 13 partitions, 8 MiB): each type's circuit recorded on its partition
+/// 0, then its last partition synthesized both ways, witness-only with its challenges in
+/// parallel and on `WitnessCs`: a, b, c, assignments and densities equal (shape-only
+/// inputs: their witnesses are compared, never satisfied or proved).
+#[test]
+fn compiled_witnesses_equal_the_reference_for_synthetic_ni_porep_and_8mib() {
+    for proof in [
+        StackedDrg2KiBV1_1_Feat_SyntheticPoRep,
+        StackedDrg2KiBV1_2_Feat_NonInteractivePoRep,
+        StackedDrg8MiBV1_1,
+    ] {
+        let (input, _) = shape_only_input(proof, 3);
+        let job = PoRepJob::new(&input).unwrap_or_else(|e| panic!("{proof:?}: {e}"));
+        cuzk_filecoin::synthesis::clear_compiled();
+        let last = job.partitions() - 1;
+        let (recorded, rt, _) = job.synthesize_unchecked(0, SynthesisPath::CompiledUnchecked).unwrap();
+        assert_eq!(rt.run, Some(cuzk_filecoin::synthesis::SynthesisRun::Recorded), "{proof:?}");
+        let (reference0, _, _) = job.synthesize_unchecked(0, SynthesisPath::Reference).unwrap();
+        assert!(recorded == reference0, "{proof:?}: the recording's witness differs from the reference");
+        let (fast, ft, bad) = job.synthesize_unchecked(last, SynthesisPath::CompiledUnchecked).unwrap();
+        assert_eq!(ft.run, Some(cuzk_filecoin::synthesis::SynthesisRun::Compiled), "{proof:?}");
+        let parts = ft.compiled.map_or(0, |c| c.parts);
+        assert!(parts > 1, "{proof:?}: the challenges were not synthesized apart ({parts} part)");
+        let (reference, _, want_bad) = job.synthesize_unchecked(last, SynthesisPath::Reference).unwrap();
+        assert!(fast == reference, "{proof:?}: partition {last}'s compiled witness differs from the reference");
+        assert_eq!(bad, want_bad, "{proof:?}: the first unsatisfied constraint");
+        eprintln!("{proof:?}: {} partitions, partition {last} equal ({parts} parts)", job.partitions());
+    }
+}
+
 /// 32 and 64 GiB: the shape check derived from filecoin-proofs' public parameters accepts
 /// them (10 partitions of 18 challenges, 11 layers). Not synthesized here.
 #[test]
