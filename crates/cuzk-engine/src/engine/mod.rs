@@ -22,6 +22,9 @@
 //!   remaining ones of a lower job, so an urgent proof waits for at most the partition in
 //!   flight on each worker. Kernels run under the per-device lock
 //!   ([`crate::runner::DeviceBackend`]); everything else runs outside it.
+//!   A worker whose proof fails in the device's backend (`RunError::Device`) marks its
+//!   device unhealthy: that device's workers take no partition until a reconfigure, and the
+//!   partition is synthesized again for another device (the rule is in `queue`).
 //! - one housekeeping thread removes results whose time has passed.
 //!
 //! All scheduling state sits behind one mutex with one condition variable; no I/O happens
