@@ -314,9 +314,14 @@ impl SchedulerState {
         self.device_health.get(device).is_none_or(|h| h.healthy)
     }
 
-    /// Whether any device takes partitions (no job starts while none does).
+    /// The devices that prove: those with a worker that is not retired.
+    fn working_devices(&self) -> BTreeSet<usize> {
+        (0..self.worker_device.len()).filter(|&w| !self.worker_retired[w]).map(|w| self.worker_device[w]).collect()
+    }
+
+    /// Whether a device with workers takes partitions (no job starts while none does).
     pub fn any_device_healthy(&self) -> bool {
-        self.device_health.is_empty() || self.device_health.iter().any(|h| h.healthy)
+        self.device_health.is_empty() || self.working_devices().into_iter().any(|d| self.device_healthy(d))
     }
 
     /// Returns one partition's reservation of job `id`.
@@ -560,7 +565,7 @@ impl SchedulerState {
     /// Partition `partition` of job `id` failed on device `device` (named `device_name`)
     /// with `error`, a device failure: the device is marked unhealthy, the partition's memory
     /// comes back, and it is synthesized again and proved on a healthy device; unless it
-    /// has now failed as many times as there are devices, then its job stops, failed,
+    /// has now failed as many times as there are devices with workers, then its job stops, failed,
     /// naming every device and its error. Returns how the job ends, when it ends now.
     pub fn partition_device_failed(
         &mut self,
@@ -575,7 +580,7 @@ impl SchedulerState {
             h.last_error = Some(error.clone());
             h.failures += 1;
         }
-        let devices = self.device_health.len().max(1);
+        let devices = self.working_devices().len().max(1);
         let run = self.jobs.get_mut(id)?.run.as_mut()?;
         run.proving = run.proving.saturating_sub(1);
         let failures = run.device_failures.entry(partition).or_default();
@@ -892,6 +897,7 @@ mod tests {
     fn a_device_failure_resynthesizes_the_partition_for_another_device_at_most_once_per_device() {
         let mut s = state(&[("j", Priority::Normal, 3, 10), ("later", Priority::Low, 1, 10)]);
         s.device_health = vec![DeviceHealth::healthy(); 2];
+        (s.worker_device, s.worker_retired) = (vec![0, 1], vec![false; 2]);
         assert_eq!(next(&mut s, 1000), Some(("j".into(), 0)));
         synthesized(&mut s, "j", 0);
         let t = s.next_prove_task(0).unwrap();
@@ -922,6 +928,9 @@ mod tests {
         assert_eq!(s.mem_in_use, 0);
         assert!(s.queued.iter().any(|k| k.job_id == "later"), "still queued, not failed");
         s.device_health[1].healthy = true;
+        s.worker_retired[1] = true;
+        assert!(!s.any_device_healthy(), "a healthy device without workers proves nothing");
+        s.worker_retired[1] = false;
         assert_eq!(next(&mut s, 1000), Some(("later".into(), 0)));
     }
 

@@ -83,10 +83,10 @@ impl EngineStatus {
         self.queues.iter().map(|q| q.pending).sum()
     }
 
-    /// Every device is unhealthy: no job starts and synthesized partitions wait, until a
-    /// reload marks devices healthy again.
+    /// No device with workers is healthy: no job starts and synthesized partitions wait,
+    /// until a reload marks devices healthy again.
     pub fn no_healthy_device(&self) -> bool {
-        !self.devices.iter().any(|d| d.healthy)
+        !self.devices.iter().any(|d| d.healthy && self.workers.iter().any(|w| w.device == d.name))
     }
 }
 
