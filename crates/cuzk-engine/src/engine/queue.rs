@@ -894,7 +894,7 @@ mod tests {
     /// proved on the other device. A second device failure of the same partition (two
     /// devices) fails the job naming both devices. While no device is healthy, no job starts.
     #[test]
-    fn a_device_failure_resynthesizes_the_partition_for_another_device_at_most_once_per_device() {
+    fn a_device_failure_sends_the_partition_to_another_device_and_one_per_device_fails_the_job() {
         let mut s = state(&[("j", Priority::Normal, 3, 10), ("later", Priority::Low, 1, 10)]);
         s.device_health = vec![DeviceHealth::healthy(); 2];
         (s.worker_device, s.worker_retired) = (vec![0, 1], vec![false; 2]);
