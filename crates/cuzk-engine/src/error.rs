@@ -6,6 +6,10 @@
 
 use std::path::PathBuf;
 
+use cuzk_groth16::BackendError;
+
+use crate::runner::CancelToken;
+
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
     #[error("invalid request: {0}")]
@@ -69,6 +73,13 @@ pub enum RunError {
     Params(String),
     #[error("proving failed: {0}")]
     Prove(String),
+    /// The device failed under a partition's proof (a kernel, allocation or driver error, a
+    /// lost device, no memory budget), not the job: the engine marks the device unhealthy
+    /// and proves the partition again on another one. Set only for
+    /// [`BackendError::Unavailable`] ([`RunError::from_backend`]); the backend's argument
+    /// errors are the prover's own and fail the job.
+    #[error("device failed: {0}")]
+    Device(String),
     #[error("cancelled")]
     Cancelled,
     /// A stage panicked (a bug, contained: the job fails, the engine goes on).
@@ -78,4 +89,37 @@ pub enum RunError {
          report it with the request)"
     )]
     Panicked { stage: &'static str, message: String },
+}
+
+impl RunError {
+    /// How a backend error of a proving stage counts: `Cancelled` once the job's token is
+    /// set (the engine's own refusal of a cancelled job's kernel is `Unavailable` too),
+    /// `Device` for an unavailable backend, `Prove` for the argument errors (the same
+    /// on every device: a bug, not the device). `message` is the error with its context.
+    pub fn from_backend(error: &BackendError, message: String, cancel: &CancelToken) -> RunError {
+        if cancel.is_cancelled() {
+            RunError::Cancelled
+        } else if matches!(error, BackendError::Unavailable { .. }) {
+            RunError::Device(message)
+        } else {
+            RunError::Prove(message)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_an_unavailable_backend_is_a_device_failure() {
+        let cancel = CancelToken::default();
+        let lost = BackendError::Unavailable { backend: "gpu", reason: "CUDA_ERROR_LAUNCH_FAILED".into() };
+        let e = RunError::from_backend(&lost, lost.to_string(), &cancel);
+        assert!(matches!(&e, RunError::Device(m) if m.contains("LAUNCH_FAILED")), "{e}");
+        let bad = BackendError::BadNttSize(3);
+        assert!(matches!(RunError::from_backend(&bad, bad.to_string(), &cancel), RunError::Prove(_)));
+        cancel.cancel();
+        assert!(matches!(RunError::from_backend(&lost, String::new(), &cancel), RunError::Cancelled));
+    }
 }

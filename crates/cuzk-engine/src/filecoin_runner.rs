@@ -55,6 +55,17 @@ fn job_error(e: ProofError, cancel: &CancelToken) -> RunError {
     }
 }
 
+/// A proving stage's error: a backend's own failure is the device's
+/// ([`RunError::from_backend`]: proved again elsewhere), anything else the job's.
+fn prove_error(e: ProofError, cancel: &CancelToken) -> RunError {
+    match &e {
+        ProofError::Prove { source: cuzk_groth16::ProveError::Backend(backend), .. } => {
+            RunError::from_backend(backend, e.to_string(), cancel)
+        }
+        _ => job_error(e, cancel),
+    }
+}
+
 /// The proof type a request names, by kind.
 #[derive(Clone, Copy, Debug)]
 enum Typed {
@@ -313,7 +324,7 @@ impl PreparedJob for FilecoinJob {
             .ok_or_else(|| RunError::Prove("internal: proving needs parameters".into()))?;
         let (r, s) = cuzk_groth16::prover::random_blinding(&mut rand::rngs::OsRng);
         let (proof, _) = cuzk_groth16::prove(ctx.backend, srs, work.witness, r, s)
-            .map_err(|e| job_error(ProofError::Prove { partition: k, source: e }, ctx.cancel))?;
+            .map_err(|e| prove_error(ProofError::Prove { partition: k, source: e }, ctx.cancel))?;
         Ok(PartitionProof(proof))
     }
 
@@ -329,6 +340,20 @@ impl PreparedJob for FilecoinJob {
 mod tests {
     use super::*;
     use filecoin_proofs_api::RegisteredSealProof as P;
+
+    #[test]
+    fn a_backend_failure_in_prove_is_the_devices_and_a_bad_parameter_file_the_jobs() {
+        use cuzk_groth16::{BackendError, ProveError};
+        let cancel = CancelToken::default();
+        let lost = ProveError::Backend(BackendError::Unavailable { backend: "gpu", reason: "device lost".into() });
+        let e = prove_error(ProofError::Prove { partition: 2, source: lost }, &cancel);
+        assert!(matches!(&e, RunError::Device(m) if m == "proving partition 2: gpu backend unavailable: device lost"), "{e}");
+        let mismatch = ProveError::ParamsMismatch { path: "p".into(), section: "h", expected: 2, found: 1 };
+        let e = prove_error(ProofError::Prove { partition: 0, source: mismatch }, &cancel);
+        assert!(matches!(e, RunError::Prove(_)), "{e}");
+        let e = prove_error(ProofError::Unsatisfied { partition: 0, constraint: 7 }, &cancel);
+        assert!(matches!(e, RunError::BadRequest(_)), "{e}");
+    }
 
     #[test]
     fn circuit_ids_name_size_and_variant() {

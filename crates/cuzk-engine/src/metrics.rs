@@ -136,6 +136,21 @@ pub fn render(st: &EngineStatus) -> String {
             .filter_map(|d| d.memory.as_ref().map(|m| (format!("{{device=\"{}\"}}", d.name), f(m) as f64)))
             .collect()
     };
+    let per_device_health = |f: &dyn Fn(&crate::engine::DeviceStatus) -> f64| -> Vec<(String, f64)> {
+        st.devices.iter().map(|d| (format!("{{device=\"{}\"}}", d.name), f(d))).collect()
+    };
+    metric(
+        "cuzk_device_healthy",
+        "gauge",
+        "1 while the device takes partitions; 0 after a device failure, until a reload.",
+        &per_device_health(&|d| if d.healthy { 1.0 } else { 0.0 }),
+    );
+    metric(
+        "cuzk_device_failures_total",
+        "counter",
+        "Device failures under a partition's proof (each partition was proved again elsewhere or its job failed).",
+        &per_device_health(&|d| d.failures as f64),
+    );
     metric(
         "cuzk_device_memory_budget_bytes",
         "gauge",

@@ -121,6 +121,19 @@ impl Prover {
         })
     }
 
+    /// One entry per device (GPUs, or the CPU): (name, healthy, device failures, last
+    /// failure or ""). An unhealthy device takes no partitions until a reload.
+    #[zbus(property(emits_changed_signal = "false"))]
+    fn devices(&self) -> Vec<(String, bool, u64, String)> {
+        self.engine.get().map_or_else(Vec::new, |e| {
+            e.status()
+                .devices
+                .into_iter()
+                .map(|d| (d.name, d.healthy, d.failures, d.last_error.unwrap_or_default()))
+                .collect()
+        })
+    }
+
     /// Every known job: (id, proof kind, state), queued ones first in the order they start.
     #[zbus(out_args("jobs"))]
     fn list_jobs(&self) -> Result<Vec<(String, String, String)>, ControlError> {

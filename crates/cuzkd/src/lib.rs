@@ -84,7 +84,15 @@ fn notify(states: &[NotifyState]) {
 
 fn status_line(engine: &Engine) -> String {
     let s = engine.status();
-    format!("{} queued, {} running, {} completed, {} failed", s.queue_depth(), s.running, s.completed, s.failed)
+    let line = format!("{} queued, {} running, {} completed, {} failed", s.queue_depth(), s.running, s.completed, s.failed);
+    let unhealthy: Vec<&str> = s.devices.iter().filter(|d| !d.healthy).map(|d| d.name.as_str()).collect();
+    if s.no_healthy_device() {
+        format!("{line}; no healthy device: jobs wait for a reload")
+    } else if !unhealthy.is_empty() {
+        format!("{line}; unhealthy until a reload: {}", unhealthy.join(", "))
+    } else {
+        line
+    }
 }
 
 enum Listener {

@@ -129,7 +129,7 @@ async fn busctl_controls_the_daemon_and_receives_job_signals() {
     // Introspection shows the whole interface.
     let intro = busctl_ok(&bus, &["introspect", OBJ[0], OBJ[1], OBJ[2]]);
     for member in [
-        ".Version", ".State", ".QueueDepth", ".RunningJobs", ".ProofsCompleted", ".ProofsFailed", ".Gpus",
+        ".Version", ".State", ".QueueDepth", ".RunningJobs", ".ProofsCompleted", ".ProofsFailed", ".Gpus", ".Devices",
         ".ListJobs", ".GetJob", ".CancelJob", ".PreloadSrs", ".EvictSrs", ".Pause", ".Resume", ".Reload",
         ".JobStateChanged",
     ] {
@@ -138,6 +138,7 @@ async fn busctl_controls_the_daemon_and_receives_job_signals() {
     assert_eq!(property(&bus, "Version"), format!("s \"{}\"", env!("CARGO_PKG_VERSION")));
     assert_eq!(property(&bus, "QueueDepth"), "u 0");
     assert_eq!(property(&bus, "Gpus"), "a(sttt) 0", "the CPU backend has no GPU memory to report");
+    assert_eq!(property(&bus, "Devices"), "a(sbts) 1 \"cpu\" true 0 \"\"", "the CPU device, healthy");
 
     // Signals, as an operator's `busctl monitor` sees them.
     let monitor = Killed(

@@ -22,6 +22,9 @@
 //!   remaining ones of a lower job, so an urgent proof waits for at most the partition in
 //!   flight on each worker. Kernels run under the per-device lock
 //!   ([`crate::runner::DeviceBackend`]); everything else runs outside it.
+//!   A worker whose proof fails in the device's backend (`RunError::Device`) marks its
+//!   device unhealthy: that device's workers take no partition until a reconfigure, and the
+//!   partition is synthesized again for another device (the rule is in `queue`).
 //! - one housekeeping thread removes results whose time has passed.
 //!
 //! All scheduling state sits behind one mutex with one condition variable; no I/O happens
@@ -55,7 +58,7 @@ use crate::job::*;
 use crate::residency::Residency;
 use crate::runner::{Device, ProofRunner};
 use crate::spool::Spool;
-use queue::SchedulerState;
+use queue::{DeviceHealth, SchedulerState};
 
 /// Requests with more payload than this are not kept in memory while queued: the spool
 /// has them (a 32 GiB PoRep C1 is about 50 MB, and hundreds may wait).
@@ -171,6 +174,7 @@ impl Engine {
             return Err(EngineError::Config("every device has 0 workers; give at least one".into()));
         }
         let workers = worker_device.len();
+        let device_count = devices.len();
         let synth = config.synthesis_workers;
         let shared = Arc::new(EngineShared {
             srs: Residency::new(config.srs_cache_limit_bytes),
@@ -182,6 +186,7 @@ impl Engine {
                 worker_jobs: vec![None; workers],
                 worker_device,
                 worker_retired: vec![false; workers],
+                device_health: vec![DeviceHealth::healthy(); device_count],
                 synth_target: synth,
                 paused: config.start_paused,
                 ..SchedulerState::default()
@@ -274,7 +279,10 @@ impl Engine {
     /// budget holds back new synthesis until partitions in flight have returned their
     /// memory, and fails a started job whose partitions no longer fit at all. `device_workers[d]` is device d's
     /// own worker count (`None`: `gpu_workers_per_device`). The state directory cannot
-    /// change (a restart moves it). Returns what changed, one line per setting.
+    /// change (a restart moves it). A device marked unhealthy by a device failure is
+    /// healthy again once this gives it workers (a reload is how an operator says "try it
+    /// again"; if it fails again it is marked again). Returns what changed, one line per
+    /// setting.
     pub fn reconfigure(&self, new: EngineConfig, device_workers: &[Option<usize>]) -> Result<Vec<String>, EngineError> {
         let old = self.cfg();
         if new.state_dir != old.state_dir {
@@ -332,6 +340,14 @@ impl Engine {
                     (0..s.worker_device.len()).filter(|&w| s.worker_device[w] == d && !s.worker_retired[w]).collect();
                 if live.len() != target {
                     changes.push(format!("workers on {}: {} -> {target}", self.shared.devices[d].name, live.len()));
+                }
+                if target > 0 && !s.device_health[d].healthy {
+                    s.device_health[d].healthy = true;
+                    changes.push(format!(
+                        "{}: healthy again (it had failed: {})",
+                        self.shared.devices[d].name,
+                        s.device_health[d].last_error.as_deref().unwrap_or("unknown")
+                    ));
                 }
                 for &w in live.iter().skip(target) {
                     s.worker_retired[w] = true;

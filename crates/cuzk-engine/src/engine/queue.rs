@@ -23,9 +23,16 @@
 //! - A failed or cancelled partition stops its job ([`SchedulerState::stop`]): the job's
 //!   waiting partitions are dropped at once and their memory returned, no new partition of
 //!   it starts, and the job ends when its last partition in flight has come back.
+//! - A partition whose device failed ([`SchedulerState::partition_device_failed`]) is the
+//!   device's failure, not the job's: the device is marked unhealthy (its workers take
+//!   nothing more), the partition returns its memory and goes back to be synthesized again
+//!   (its witness went into the failed proof), ahead of the job's other partitions, and is
+//!   proved on a healthy device. After as many device failures as there are devices, the
+//!   job fails naming each. While no device is healthy no job starts.
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::fmt::Display;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -140,6 +147,11 @@ pub(crate) struct JobRun {
     pub job_bytes: u64,
     /// The next partition whose synthesis has not started.
     pub next_partition: usize,
+    /// Partitions to synthesize again, before `next_partition`: their device failed under
+    /// their proof.
+    pub redo: BTreeSet<usize>,
+    /// Each partition's device failures so far: (device name, error).
+    pub device_failures: HashMap<usize, Vec<(String, String)>>,
     /// Synthesized partitions waiting for a worker, with the time they became ready.
     pub ready: BTreeMap<usize, (PartitionWork, Instant)>,
     pub proofs: Vec<Option<PartitionProof>>,
@@ -165,6 +177,8 @@ impl JobRun {
             partition_bytes: plan.partition_bytes,
             job_bytes: plan.job_bytes,
             next_partition: 0,
+            redo: BTreeSet::new(),
+            device_failures: HashMap::new(),
             ready: BTreeMap::new(),
             proofs: (0..plan.partitions).map(|_| None).collect(),
             proved: 0,
@@ -215,6 +229,32 @@ pub(crate) enum PartitionOutcome {
     Proved(PartitionProof),
 }
 
+/// Whether a device takes partitions. A device failure marks it unhealthy; a reconfigure
+/// that gives it workers marks it healthy again (`Engine::reconfigure`).
+#[derive(Clone, Debug)]
+pub(crate) struct DeviceHealth {
+    pub healthy: bool,
+    /// The last device failure, kept after the device is healthy again.
+    pub last_error: Option<String>,
+    /// Device failures since the engine started.
+    pub failures: u64,
+}
+
+impl DeviceHealth {
+    pub fn healthy() -> DeviceHealth {
+        DeviceHealth { healthy: true, last_error: None, failures: 0 }
+    }
+}
+
+/// A partition's failure message: the partition named when the job has more than one.
+pub(crate) fn partition_message(partition: usize, partitions: usize, e: &dyn Display) -> String {
+    if partitions > 1 {
+        format!("partition {partition} of {partitions}: {e}")
+    } else {
+        e.to_string()
+    }
+}
+
 /// Every job and the engine's scheduling state.
 #[derive(Default)]
 pub(crate) struct SchedulerState {
@@ -250,6 +290,8 @@ pub(crate) struct SchedulerState {
     pub worker_device: Vec<usize>,
     /// Worker slots retired by a reload: each leaves once its partition (if any) is done.
     pub worker_retired: Vec<bool>,
+    /// Each device's health, by device index (empty: every device is healthy).
+    pub device_health: Vec<DeviceHealth>,
     /// Synthesis threads wanted (a reload changes it); thread i leaves when i >= this.
     pub synth_target: usize,
     /// Which synthesis thread indices run.
@@ -265,6 +307,21 @@ impl SchedulerState {
 
     fn release(&mut self, bytes: u64) {
         self.mem_in_use = self.mem_in_use.saturating_sub(bytes);
+    }
+
+    /// Whether device `device`'s workers take partitions.
+    pub fn device_healthy(&self, device: usize) -> bool {
+        self.device_health.get(device).is_none_or(|h| h.healthy)
+    }
+
+    /// The devices that prove: those with a worker that is not retired.
+    fn working_devices(&self) -> BTreeSet<usize> {
+        (0..self.worker_device.len()).filter(|&w| !self.worker_retired[w]).map(|w| self.worker_device[w]).collect()
+    }
+
+    /// Whether a device with workers takes partitions (no job starts while none does).
+    pub fn any_device_healthy(&self) -> bool {
+        self.device_health.is_empty() || self.working_devices().into_iter().any(|d| self.device_healthy(d))
     }
 
     /// Returns one partition's reservation of job `id`.
@@ -285,7 +342,7 @@ impl SchedulerState {
         let params_bytes = params.resident_bytes().saturating_add(loading);
         let full_budget = budget;
         let budget = budget.saturating_sub(params_bytes);
-        let mut may_start = !self.paused && !self.draining && !self.stopping;
+        let mut may_start = !self.paused && !self.draining && !self.stopping && self.any_device_healthy();
         let head = if may_start { self.queued.first().cloned() } else { None };
         let mut order: Vec<QueueKey> = self.active.iter().cloned().collect();
         if let Some(head) = head {
@@ -367,7 +424,7 @@ impl SchedulerState {
                 return Some(SynthesisTask::Finish { id, job: prepared, proofs, cancel: job.cancel.clone() });
             }
             let Some(prepared) = run.prepared.clone() else { continue };
-            if run.next_partition >= run.partitions {
+            if run.redo.is_empty() && run.next_partition >= run.partitions {
                 continue;
             }
             let own_params = job.plan.as_ref().and_then(|p| p.srs.as_ref()).map_or(0, |r| r.bytes);
@@ -390,8 +447,10 @@ impl SchedulerState {
                 may_start = false;
                 continue;
             }
-            let partition = run.next_partition;
-            run.next_partition += 1;
+            let partition = run.redo.pop_first().unwrap_or_else(|| {
+                run.next_partition += 1;
+                run.next_partition - 1
+            });
             run.synthesizing += 1;
             run.reserved += run.partition_bytes;
             let bytes = run.partition_bytes;
@@ -503,6 +562,48 @@ impl SchedulerState {
         self.end_if_stopped(id)
     }
 
+    /// Partition `partition` of job `id` failed on device `device` (named `device_name`)
+    /// with `error`, a device failure: the device is marked unhealthy, the partition's memory
+    /// comes back, and it is synthesized again and proved on a healthy device; unless it
+    /// has now failed as many times as there are devices with workers, then its job stops, failed,
+    /// naming every device and its error. Returns how the job ends, when it ends now.
+    pub fn partition_device_failed(
+        &mut self,
+        id: &str,
+        partition: usize,
+        device: usize,
+        device_name: &str,
+        error: String,
+    ) -> Option<(JobStatus, String)> {
+        if let Some(h) = self.device_health.get_mut(device) {
+            h.healthy = false;
+            h.last_error = Some(error.clone());
+            h.failures += 1;
+        }
+        let devices = self.working_devices().len().max(1);
+        let run = self.jobs.get_mut(id)?.run.as_mut()?;
+        run.proving = run.proving.saturating_sub(1);
+        let failures = run.device_failures.entry(partition).or_default();
+        failures.push((device_name.to_string(), error));
+        let give_up = (failures.len() >= devices).then(|| {
+            let each: Vec<String> = failures.iter().map(|(d, e)| format!("on {d}: {e}")).collect();
+            let why = format!(
+                "its device failed on each of its {} tries, the most for {devices} device(s): {}",
+                failures.len(),
+                each.join("; ")
+            );
+            partition_message(partition, run.partitions, &why)
+        });
+        if give_up.is_none() && run.stop.is_none() {
+            run.redo.insert(partition);
+        }
+        self.release_partition(id);
+        if let Some(message) = give_up {
+            self.stop(id, JobStatus::Failed, message);
+        }
+        self.end_if_stopped(id)
+    }
+
     /// Stops job `id` (the first reason wins): its cancel token is set, its waiting
     /// partitions are dropped and their memory returned, and no partition of it starts.
     pub fn stop(&mut self, id: &str, status: JobStatus, message: String) {
@@ -514,6 +615,7 @@ impl SchedulerState {
         }
         job.cancel.cancel();
         run.next_partition = run.partitions;
+        run.redo.clear();
         let dropped: Vec<usize> = run.ready.keys().copied().collect();
         run.ready.clear();
         let bytes = (run.partition_bytes.saturating_mul(dropped.len() as u64)).min(run.reserved);
@@ -785,6 +887,51 @@ mod tests {
         assert_eq!(s.mem_in_use, 0);
         s.end_run("j");
         assert!(s.active.is_empty() && s.ready.is_empty());
+    }
+
+    /// A device failure is not the job's: the device is marked unhealthy, the partition's
+    /// memory comes back and it is synthesized again before the job's next partition, then
+    /// proved on the other device. A second device failure of the same partition (two
+    /// devices) fails the job naming both devices. While no device is healthy, no job starts.
+    #[test]
+    fn a_device_failure_sends_the_partition_to_another_device_and_one_per_device_fails_the_job() {
+        let mut s = state(&[("j", Priority::Normal, 3, 10), ("later", Priority::Low, 1, 10)]);
+        s.device_health = vec![DeviceHealth::healthy(); 2];
+        (s.worker_device, s.worker_retired) = (vec![0, 1], vec![false; 2]);
+        assert_eq!(next(&mut s, 1000), Some(("j".into(), 0)));
+        synthesized(&mut s, "j", 0);
+        let t = s.next_prove_task(0).unwrap();
+        assert_eq!(s.partition_device_failed("j", t.partition, 0, "gpu0", "device failed: lost".into()), None);
+        assert!(!s.device_healthy(0) && s.device_healthy(1));
+        assert!(!t.cancel.is_cancelled(), "the job goes on");
+        assert_eq!(s.mem_in_use, 0, "the failed partition's witness is gone, and so is its reservation");
+        assert_eq!(next(&mut s, 1000), Some(("j".into(), 0)), "partition 0 again, before partition 1");
+        assert_eq!(next(&mut s, 1000), Some(("j".into(), 1)));
+        assert_eq!(s.mem_in_use, 20);
+        synthesized(&mut s, "j", 0);
+        let t = s.next_prove_task(1).unwrap();
+        assert_eq!(t.partition, 0);
+        // It fails on the second device as well: the job fails, naming both.
+        let end = s.partition_device_failed("j", 0, 1, "gpu1", "device failed: launch".into());
+        assert_eq!(end, None, "partition 1 is still synthesizing");
+        assert!(t.cancel.is_cancelled());
+        assert!(!s.any_device_healthy());
+        assert_eq!(next(&mut s, 1000), None, "no device is healthy: the queued job does not start");
+        let (status, message) = s.partition_failed("j", false, "cancelled".into()).unwrap();
+        assert_eq!(status, JobStatus::Failed);
+        assert!(
+            message.starts_with("partition 0 of 3: its device failed on each of its 2 tries")
+                && message.contains("on gpu0: device failed: lost; on gpu1: device failed: launch"),
+            "{message}"
+        );
+        s.end_run("j");
+        assert_eq!(s.mem_in_use, 0);
+        assert!(s.queued.iter().any(|k| k.job_id == "later"), "still queued, not failed");
+        s.device_health[1].healthy = true;
+        s.worker_retired[1] = true;
+        assert!(!s.any_device_healthy(), "a healthy device without workers proves nothing");
+        s.worker_retired[1] = false;
+        assert_eq!(next(&mut s, 1000), Some(("later".into(), 0)));
     }
 
     #[test]

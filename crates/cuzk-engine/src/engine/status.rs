@@ -60,7 +60,7 @@ pub struct EngineStatus {
 }
 
 /// One device: its name and, for GPUs, its ordinal, its memory arena's and pinned pool's
-/// counters, and the jobs its workers prove now.
+/// counters, the jobs its workers prove now, and its health.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DeviceStatus {
     pub name: String,
@@ -69,11 +69,24 @@ pub struct DeviceStatus {
     pub pinned: Option<MemoryStatus>,
     /// Jobs on this device's workers, with their kinds.
     pub jobs: Vec<(String, ProofKind)>,
+    /// False from a device failure under a proof (a kernel, allocation or driver error)
+    /// until a reload ([`Engine::reconfigure`]) gives it workers: its workers take no
+    /// partitions meanwhile.
+    pub healthy: bool,
+    /// The last device failure (kept once healthy again), and how many there were.
+    pub last_error: Option<String>,
+    pub failures: u64,
 }
 
 impl EngineStatus {
     pub fn queue_depth(&self) -> u32 {
         self.queues.iter().map(|q| q.pending).sum()
+    }
+
+    /// No device with workers is healthy: no job starts and synthesized partitions wait,
+    /// until a reload marks devices healthy again.
+    pub fn no_healthy_device(&self) -> bool {
+        !self.devices.iter().any(|d| d.healthy && self.workers.iter().any(|w| w.device == d.name))
     }
 }
 
@@ -200,6 +213,9 @@ impl Engine {
                 .iter()
                 .enumerate()
                 .map(|(i, d)| DeviceStatus {
+                    healthy: s.device_healthy(i),
+                    last_error: s.device_health.get(i).and_then(|h| h.last_error.clone()),
+                    failures: s.device_health.get(i).map_or(0, |h| h.failures),
                     name: d.name.clone(),
                     ordinal: d.ordinal,
                     memory: d.memory.as_ref().map(|probe| probe()),

@@ -6,20 +6,11 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::queue::{PartitionOutcome, ProveTask, SynthesisTask};
+use super::queue::{partition_message, PartitionOutcome, ProveTask, SynthesisTask};
 use super::*;
 use crate::error::RunError;
 use crate::panic::contained;
 use crate::runner::{CancelToken, DeviceBackend, PartitionProof, PreparedJob, ProveContext};
-
-/// A partition's failure message: the partition named when the job has more than one.
-fn partition_message(partition: usize, partitions: usize, e: &RunError) -> String {
-    if partitions > 1 {
-        format!("partition {partition} of {partitions}: {e}")
-    } else {
-        e.to_string()
-    }
-}
 
 impl Engine {
     pub(super) fn synthesis_loop(&self, index: usize) {
@@ -219,7 +210,8 @@ impl Engine {
                     if s.stopping || s.worker_retired[worker] {
                         return;
                     }
-                    if let Some(task) = s.next_prove_task(device) {
+                    // An unhealthy device's workers wait (for a reload, `Engine::reconfigure`).
+                    if let Some(task) = s.device_healthy(device).then(|| s.next_prove_task(device)).flatten() {
                         s.worker_jobs[worker] = Some((task.id.clone(), task.partition));
                         if task.first {
                             self.emit(&task.id, task.kind, JobState::Proving);
@@ -277,7 +269,31 @@ impl Engine {
                     self.end_job(id, status, Vec::new(), Some(message));
                 }
             }
+            Err(e @ RunError::Device(_)) => self.device_failed(device, id, partition, e),
             Err(e) => self.partition_failed(id, true, partition_message(partition, partitions, &e)),
+        }
+    }
+
+    /// Device `device` failed under partition `partition` of job `id`: the device takes
+    /// nothing more, and the partition is synthesized again for another device (or the job
+    /// fails, once the partition has failed on as many devices as there are).
+    fn device_failed(&self, device: usize, id: &str, partition: usize, e: RunError) {
+        let name = &self.shared.devices[device].name;
+        log::error!(
+            "device {name} failed under partition {partition} of job {id}: {e}; marked unhealthy, it \
+             takes no new partition until a reload; the partition is proved again on another device"
+        );
+        let ended = {
+            let mut s = lock(&self.shared.sched);
+            let ended = s.partition_device_failed(id, partition, device, name, e.to_string());
+            if !s.any_device_healthy() {
+                log::error!("no healthy device: partitions and queued jobs wait for a reload (SIGHUP or D-Bus Reload)");
+            }
+            self.shared.wake.notify_all();
+            ended
+        };
+        if let Some((status, message)) = ended {
+            self.end_job(id, status, Vec::new(), Some(message));
         }
     }
 
