@@ -137,7 +137,11 @@ impl PreparedJob for ShapeJob {
         let (proof, t) = self
             .timeline
             .record(self.index, k, true, || cuzk_groth16::prove(ctx.backend, &self.srs, work.witness, r, s))
-            .map_err(run_error)?;
+            .map_err(|e| match &e {
+                // A failing device: the engine proves the partition again on another one.
+                cuzk_groth16::ProveError::Backend(b) => RunError::from_backend(b, e.to_string(), ctx.cancel),
+                _ => run_error(e),
+            })?;
         let mut st = self.timeline.stages.lock().unwrap_or_else(|p| p.into_inner());
         st.0.accumulate(&t);
         st.1 += 1;

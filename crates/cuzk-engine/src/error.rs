@@ -95,7 +95,9 @@ impl RunError {
     /// How a backend error of a proving stage counts: `Cancelled` once the job's token is
     /// set (the engine's own refusal of a cancelled job's kernel is `Unavailable` too),
     /// `Device` for an unavailable backend, `Prove` for the argument errors (the same
-    /// on every device: a bug, not the device). `message` is the error with its context.
+    /// on every device: a bug, not the device) and for work over the device's memory
+    /// budget (the job's size against the settings: marking the device unhealthy would stop
+    /// every job until a reload). `message` is the error with its context.
     pub fn from_backend(error: &BackendError, message: String, cancel: &CancelToken) -> RunError {
         if cancel.is_cancelled() {
             RunError::Cancelled
@@ -119,6 +121,9 @@ mod tests {
         assert!(matches!(&e, RunError::Device(m) if m.contains("LAUNCH_FAILED")), "{e}");
         let bad = BackendError::BadNttSize(3);
         assert!(matches!(RunError::from_backend(&bad, bad.to_string(), &cancel), RunError::Prove(_)));
+        // Work that does not fit this device's budget fails its job; the device is fine.
+        let big = BackendError::OverBudget { backend: "gpu", reason: "VRAM budget of device 0 exceeded".into() };
+        assert!(matches!(RunError::from_backend(&big, big.to_string(), &cancel), RunError::Prove(_)));
         cancel.cancel();
         assert!(matches!(RunError::from_backend(&lost, String::new(), &cancel), RunError::Cancelled));
     }

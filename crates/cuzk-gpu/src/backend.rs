@@ -44,10 +44,14 @@ pub enum HStep {
     Host,
 }
 
+/// A GPU error as the prover sees it: a budget refusal is the work's size against this
+/// device's budget ([`BackendError::OverBudget`]); everything else is the device failing.
 fn unavailable(e: GpuError) -> BackendError {
-    BackendError::Unavailable {
-        backend: "gpu",
-        reason: e.to_string(),
+    match e {
+        GpuError::OverBudget { .. } | GpuError::PinnedOverBudget { .. } => {
+            BackendError::OverBudget { backend: "gpu", reason: e.to_string() }
+        }
+        e => BackendError::Unavailable { backend: "gpu", reason: e.to_string() },
     }
 }
 

@@ -90,6 +90,11 @@ pub enum BackendError {
     IndexOutOfRange { index: usize, bases: usize },
     #[error("{backend} backend unavailable: {reason}")]
     Unavailable { backend: &'static str, reason: String },
+    /// The work needs more of the device's memory budget (device or pinned host memory)
+    /// than the budget allows: the work's size against this device's settings, not a
+    /// failing device.
+    #[error("{backend} backend: the work does not fit its memory budget: {reason}")]
+    OverBudget { backend: &'static str, reason: String },
 }
 
 /// A subset of a base array: all of it, or the bases at the given positions.
