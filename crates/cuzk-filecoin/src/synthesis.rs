@@ -175,23 +175,47 @@ pub struct Pieces<'a, C, E> {
 /// proved in 11-12 s with synthesis running beside it, against 3.4-3.8 s alone; bench notes).
 pub fn synthesis_pool() -> &'static rayon::ThreadPool {
     static POOL: OnceLock<rayon::ThreadPool> = OnceLock::new();
-    POOL.get_or_init(|| {
-        let nice: i32 = std::env::var("CUZK_SYNTHESIS_NICE").ok().and_then(|v| v.parse().ok()).unwrap_or(10);
-        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let build = rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
-            .thread_name(|i| format!("cuzk-synth-{i}"))
-            .start_handler(move |_| lower_priority(nice))
-            .build();
-        match build {
-            Ok(p) => p,
-            Err(e) => {
-                // Not fatal: one thread of our own still keeps synthesis apart.
-                log::warn!("synthesis thread pool: {e}; synthesizing on one thread");
-                rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap_or_else(|e| panic!("a one-thread pool: {e}"))
-            }
+    POOL.get_or_init(|| build_pool("cuzk-synth"))
+}
+
+/// One thread per core at the synthesis priority, named `<name>-<i>`.
+fn build_pool(name: &'static str) -> rayon::ThreadPool {
+    let nice: i32 = std::env::var("CUZK_SYNTHESIS_NICE").ok().and_then(|v| v.parse().ok()).unwrap_or(10);
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let build = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .thread_name(move |i| format!("{name}-{i}"))
+        .start_handler(move |_| lower_priority(nice))
+        .build();
+    match build {
+        Ok(p) => p,
+        Err(e) => {
+            // Not fatal: one thread of our own still keeps synthesis apart.
+            log::warn!("synthesis thread pool: {e}; synthesizing on one thread");
+            rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap_or_else(|e| panic!("a one-thread pool: {e}"))
         }
-    })
+    }
+}
+
+/// Runs `op` where synthesis runs. `CUZK_SYNTHESIS_POOL=per-thread` (a measurement switch;
+/// the default is `shared`, [`synthesis_pool`]) gives each calling thread, such as each of
+/// the engine's synthesis threads, a pool of its own of one thread per core: partitions
+/// synthesized at once then share the cores through the OS scheduler rather than one pool's
+/// work stealing, where a thread waiting for its own stolen task may run another
+/// partition's long one meanwhile (bench/NOTES.md, the uneven pairs of the engine run).
+/// A caller already on a rayon thread runs `op` where it is.
+fn in_synthesis_pool<R: Send>(op: impl FnOnce() -> R + Send) -> R {
+    thread_local! {
+        static OWN: std::cell::OnceCell<rayon::ThreadPool> = const { std::cell::OnceCell::new() };
+    }
+    let per_thread = std::env::var("CUZK_SYNTHESIS_POOL").is_ok_and(|v| v == "per-thread");
+    if !per_thread {
+        synthesis_pool().install(op)
+    } else if rayon::current_thread_index().is_some() {
+        op()
+    } else {
+        OWN.with(|p| p.get_or_init(|| build_pool("cuzk-synth-own")).install(op))
+    }
 }
 
 /// Raises this thread's nice value by `nice` (Linux: the nice value is per thread).
@@ -237,7 +261,7 @@ pub fn synthesize<C: Circuit<Scalar> + Send, E: Send>(
     pieces: Option<Pieces<'_, C, E>>,
     synth_err: impl Fn(SynthesisError) -> E + Sync,
 ) -> Result<Synthesized, E> {
-    synthesis_pool().install(|| synthesize_here(key, path, &make, pieces, &synth_err))
+    in_synthesis_pool(|| synthesize_here(key, path, &make, pieces, &synth_err))
 }
 
 fn synthesize_here<C: Circuit<Scalar> + Send, E>(
