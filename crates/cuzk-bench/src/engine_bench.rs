@@ -79,6 +79,8 @@ impl Timeline {
 /// The engine's PoRep flow for shape-only inputs (see the module doc).
 struct ShapeRunner {
     srs: Arc<Srs>,
+    /// Every job's partitions: all are the bench's one C1 output, parsed once.
+    partitions: usize,
     footprint: u64,
     timeline: Arc<Timeline>,
 }
@@ -100,10 +102,8 @@ fn run_error(e: impl std::fmt::Display) -> RunError {
 }
 
 impl ProofRunner for ShapeRunner {
-    fn plan(&self, request: &JobRequest) -> Result<JobPlan, RunError> {
-        let input = parse_c1(&request.vanilla_proof).map_err(|e| RunError::BadRequest(e.to_string()))?;
-        let partitions = PoRepJob::new(&input).map_err(run_error)?.partitions();
-        Ok(JobPlan::new(partitions, self.footprint))
+    fn plan(&self, _: &JobRequest) -> Result<JobPlan, RunError> {
+        Ok(JobPlan::new(self.partitions, self.footprint))
     }
 
     fn prepare(&self, request: &JobRequest, _: &JobPlan, cancel: &CancelToken) -> Result<Box<dyn PreparedJob>, RunError> {
@@ -237,7 +237,7 @@ pub fn run(args: &EngineBenchArgs) -> Result<()> {
             config.host_memory_budget_bytes / footprint.max(1)
         );
         let timeline = Arc::new(Timeline { t0: Instant::now(), spans: Mutex::new(Vec::new()), stages: Default::default() });
-        let runner = Arc::new(ShapeRunner { srs: srs.clone(), footprint, timeline: timeline.clone() });
+        let runner = Arc::new(ShapeRunner { srs: srs.clone(), partitions, footprint, timeline: timeline.clone() });
         let engine = Engine::start(config, runner, vec![device])?;
         let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
         let t0 = timeline.t0;

@@ -160,7 +160,7 @@ impl CompiledCircuit {
         let n = self.num_constraints();
         let first_bad = AtomicUsize::new(usize::MAX);
         let chunks: Vec<usize> = (0..n.div_ceil(ROWS)).map(|k| ROWS.min(n - k * ROWS)).collect();
-        let [a, b, c] = par_build3(&chunks, |k, [pa, pb, pc]| {
+        let [a, b, c] = par_build_n(&chunks, |k, [pa, pb, pc]: [&mut [std::mem::MaybeUninit<Scalar>]; 3]| {
             for j in 0..pa.len() {
                 let row = k * ROWS + j;
                 let (va, vb, vc) = (
@@ -223,13 +223,6 @@ fn par_build_n<T: Copy + Send + Sync, const N: usize>(
         unsafe { v.set_len(total) };
     }
     out
-}
-
-fn par_build3<T: Copy + Send + Sync>(
-    lens: &[usize],
-    fill: impl Fn(usize, [&mut [std::mem::MaybeUninit<T>]; 3]) + Sync,
-) -> [Vec<T>; 3] {
-    par_build_n(lens, fill)
 }
 
 fn par_build<T: Copy + Send + Sync>(lens: &[usize], fill: impl Fn(usize, &mut [std::mem::MaybeUninit<T>]) + Sync) -> Vec<T> {
