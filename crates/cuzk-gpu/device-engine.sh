@@ -6,7 +6,10 @@
 #   device run: bash crates/cuzk-gpu/device-engine.sh        carry: ["device-carry"]
 #
 # CUZK_PROOFS (3), CUZK_SYNTH_WORKERS (1, or a list such as 1,2), CUZK_GPU_WORKERS (1) and
-# CUZK_BUDGET_GIB (the host memory budget; default the engine's) set the run. Logs go to $OUT.
+# CUZK_BUDGET_GIB (the host memory budget; default the engine's) set the run. CUZK_URGENT (0)
+# CRITICAL 2 KiB shape-only jobs are submitted one at a time while the proofs run, half with
+# the urgent synthesis lane and half without (CUZK_URGENT_LANES, 1,0), CUZK_URGENT_EVERY
+# seconds apart (20). Logs go to $OUT.
 set -u -o pipefail
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT" /tmp/bin /tmp/s32
@@ -15,8 +18,15 @@ export RUST_BACKTRACE=1 RUST_LOG=${RUST_LOG:-warn} CUZK_REQUIRE_GPU=1
 nvidia-smi --query-gpu=name,driver_version,memory.used,memory.total --format=csv | tee "$OUT/nvidia-smi.txt"
 echo "date: $(date -u); $(nproc) cores; $(free -g | awk '/Mem:/{print $2}') GiB" | tee "$OUT/machine.txt"
 /tmp/bin/cuzk-bench gen-fixture --sector-size 32GiB --shape-only --out /tmp/s32 > "$OUT/gen.txt" 2>&1 || exit 1
+urgent=()
+if [ "${CUZK_URGENT:-0}" -gt 0 ]; then
+  mkdir -p /tmp/s2k
+  /tmp/bin/cuzk-bench gen-fixture --sector-size 2KiB --shape-only --out /tmp/s2k >> "$OUT/gen.txt" 2>&1 || exit 1
+  urgent=(--urgent-c1 /tmp/s2k/c1.shape-only.json --urgent "$CUZK_URGENT" --urgent-lanes "${CUZK_URGENT_LANES:-1,0}"
+    --urgent-every "${CUZK_URGENT_EVERY:-20}")
+fi
 /usr/bin/time -v /tmp/bin/cuzk-bench engine-bench --c1 /tmp/s32/c1.shape-only.json --proofs "${CUZK_PROOFS:-3}" \
-  --synthesis-workers "${CUZK_SYNTH_WORKERS:-1}" --gpu-workers "${CUZK_GPU_WORKERS:-1}" ${CUZK_BUDGET_GIB:+--memory-budget-gib $CUZK_BUDGET_GIB} > "$OUT/engine-32gib.txt" 2>&1
+  --synthesis-workers "${CUZK_SYNTH_WORKERS:-1}" --gpu-workers "${CUZK_GPU_WORKERS:-1}" ${CUZK_BUDGET_GIB:+--memory-budget-gib $CUZK_BUDGET_GIB} ${urgent[@]+"${urgent[@]}"} > "$OUT/engine-32gib.txt" 2>&1
 status=$?
 grep -v "^\s*$" "$OUT/engine-32gib.txt" | grep -v "^\s*S job\|^\s*G job" | tail -45
 exit $status

@@ -47,6 +47,21 @@ pub struct EngineBenchArgs {
     pub memory_budget_gib: Option<u64>,
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// A second shape-only C1 output (e.g. 2 KiB) proved as CRITICAL jobs while the main
+    /// proofs run: the latency of an urgent proof behind bulk work.
+    #[arg(long)]
+    pub urgent_c1: Option<PathBuf>,
+    /// How many urgent jobs, submitted one at a time while the main proofs run.
+    #[arg(long, default_value_t = 4)]
+    pub urgent: usize,
+    /// Seconds after the main proofs' submission that the first urgent job is submitted, and
+    /// between one urgent job's end and the next one's submission.
+    #[arg(long, default_value_t = 20.0)]
+    pub urgent_every: f64,
+    /// The urgent lane's threads (`urgent_synthesis_workers`) for each urgent job in turn;
+    /// the engine is reconfigured between them (the same run measures the lane on and off).
+    #[arg(long, value_delimiter = ',', default_value = "1,0")]
+    pub urgent_lanes: Vec<usize>,
 }
 
 /// One span of the timeline, from the bench's start.
@@ -78,11 +93,27 @@ impl Timeline {
 
 /// The engine's PoRep flow for shape-only inputs (see the module doc).
 struct ShapeRunner {
+    /// The bench's C1 outputs (the main one, and the urgent jobs' one), each parsed once.
+    shapes: Vec<Shape>,
+    timeline: Arc<Timeline>,
+}
+
+/// One shape-only C1 output the bench proves, found by its sector size.
+#[derive(Clone)]
+struct Shape {
+    sector_size: u64,
     srs: Arc<Srs>,
-    /// Every job's partitions: all are the bench's one C1 output, parsed once.
     partitions: usize,
     footprint: u64,
-    timeline: Arc<Timeline>,
+}
+
+impl ShapeRunner {
+    fn shape(&self, request: &JobRequest) -> Result<&Shape, RunError> {
+        self.shapes
+            .iter()
+            .find(|s| s.sector_size == request.sector_size)
+            .ok_or_else(|| RunError::BadRequest(format!("engine-bench has no shape of sector size {}", request.sector_size)))
+    }
 }
 
 /// One job of it: the checked input, and where its spans go.
@@ -102,15 +133,17 @@ fn run_error(e: impl std::fmt::Display) -> RunError {
 }
 
 impl ProofRunner for ShapeRunner {
-    fn plan(&self, _: &JobRequest) -> Result<JobPlan, RunError> {
-        Ok(JobPlan::new(self.partitions, self.footprint))
+    fn plan(&self, request: &JobRequest) -> Result<JobPlan, RunError> {
+        let shape = self.shape(request)?;
+        Ok(JobPlan::new(shape.partitions, shape.footprint))
     }
 
     fn prepare(&self, request: &JobRequest, _: &JobPlan, cancel: &CancelToken) -> Result<Box<dyn PreparedJob>, RunError> {
         cancel.check()?;
         let input = parse_c1(&request.vanilla_proof).map_err(|e| RunError::BadRequest(e.to_string()))?;
         let job = PoRepJob::new(&input).map_err(run_error)?;
-        Ok(Box::new(ShapeJob { index: job_index(request), job, srs: self.srs.clone(), timeline: self.timeline.clone() }))
+        let srs = self.shape(request)?.srs.clone();
+        Ok(Box::new(ShapeJob { index: job_index(request), job, srs, timeline: self.timeline.clone() }))
     }
 
     fn srs_for_circuit(&self, circuit_id: &str) -> Result<SrsRef, RunError> {
@@ -125,8 +158,16 @@ impl PreparedJob for ShapeJob {
 
     fn synthesize(&self, k: usize, cancel: &CancelToken) -> Result<PartitionWork, RunError> {
         cancel.check()?;
+        let synthesize = || self.job.synthesize_unchecked(k, SynthesisPath::CompiledUnchecked);
         let witness = self.timeline.record(self.index, k, false, || {
-            self.job.synthesize_unchecked(k, SynthesisPath::CompiledUnchecked).map(|(w, _, _)| w).map_err(run_error)
+            // As the daemon's runner: the urgent lane synthesizes on its own pool.
+            if cuzk_engine::on_urgent_lane() {
+                cuzk_filecoin::synthesis::urgent(synthesize)
+            } else {
+                synthesize()
+            }
+            .map(|(w, _, _)| w)
+            .map_err(run_error)
         })?;
         Ok(PartitionWork { witness })
     }
@@ -165,23 +206,49 @@ fn vm_hwm_gib() -> f64 {
         .map_or(0.0, |kb| kb / (1u64 << 20) as f64)
 }
 
-pub fn run(args: &EngineBenchArgs) -> Result<()> {
-    let raw = std::fs::read(&args.c1).with_context(|| format!("reading {}", args.c1.display()))?;
+/// A shape-only C1 output read, its compiled circuit recorded, and random parameters of its
+/// shape made.
+fn load_shape(path: &std::path::Path, seed: u64) -> Result<(Vec<u8>, Shape, cuzk_groth16::SrsShape)> {
+    let raw = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
     if !cuzk_filecoin::shape_c1::is_shape_only(&raw) {
         bail!(
             "{}: engine-bench takes shape-only C1 outputs (gen-fixture --shape-only); real inputs go through \
              cuzkd (cuzk-bench batch), where every proof is verified",
-            args.c1.display()
+            path.display()
         );
     }
     let input = parse_c1(&raw)?;
     let job = PoRepJob::new(&input)?;
-    let partitions = job.partitions();
+    // The compiled circuit is recorded once per proof type and process, as the daemon does
+    // on its first proof of a type; its witness gives the parameters' shape.
+    let t = Instant::now();
+    let (w, _, _) = job.synthesize_unchecked(0, SynthesisPath::CompiledUnchecked)?;
+    let shape = cuzk_groth16::prover::required_shape(&w);
+    drop(w);
+    println!("  {:?}: compiled circuit recorded in {:.1} s (before the run)", input.registered_proof(), t.elapsed().as_secs_f64());
+    let t = Instant::now();
+    let srs = Arc::new(cuzk_groth16::shape::random_srs(&shape, seed));
     println!(
-        "engine-bench: {:?}, {} proofs of {partitions} partitions through the engine, {:?} synthesis worker(s), {} \
-         device worker(s), backend {:?}, {} cores",
-        input.registered_proof(),
+        "  random parameters of shape {:?}: {:.1} GB in {:.1} s",
+        shape,
+        shape.point_bytes() as f64 / 1e9,
+        t.elapsed().as_secs_f64()
+    );
+    let entry = Shape {
+        sector_size: u64::from(input.registered_proof().sector_size()),
+        srs,
+        partitions: job.partitions(),
+        footprint: partition_footprint(&shape),
+    };
+    Ok((raw, entry, shape))
+}
+
+pub fn run(args: &EngineBenchArgs) -> Result<()> {
+    println!(
+        "engine-bench: {} proofs of {} through the engine, {:?} synthesis worker(s), {} device worker(s), backend \
+         {:?}, {} cores",
         args.proofs,
+        args.c1.display(),
         args.synthesis_workers,
         args.gpu_workers,
         args.backend,
@@ -191,22 +258,21 @@ pub fn run(args: &EngineBenchArgs) -> Result<()> {
         "SHAPE-ONLY INPUT AND RANDOM PARAMETERS: these proofs cannot verify and are not verified (a benchmark, \
          never a proof); the daemon verifies every proof"
     );
-    // The compiled circuit is recorded once per proof type and process, as the daemon does
-    // on its first proof of a type; its witness gives the parameters' shape.
-    let t = Instant::now();
-    let (w, _, _) = job.synthesize_unchecked(0, SynthesisPath::CompiledUnchecked)?;
-    let shape = cuzk_groth16::prover::required_shape(&w);
-    drop(w);
-    println!("  compiled circuit recorded in {:.1} s (before the run)", t.elapsed().as_secs_f64());
-    let t = Instant::now();
-    let srs = Arc::new(cuzk_groth16::shape::random_srs(&shape, args.seed));
-    println!(
-        "  random parameters of shape {:?}: {:.1} GB in {:.1} s",
-        shape,
-        shape.point_bytes() as f64 / 1e9,
-        t.elapsed().as_secs_f64()
-    );
-    drop(job);
+    let (raw, main, shape) = load_shape(&args.c1, args.seed)?;
+    let partitions = main.partitions;
+    let footprint = main.footprint;
+    let mut shapes = vec![main.clone()];
+    let urgent = match &args.urgent_c1 {
+        Some(path) if args.urgent > 0 => {
+            let (raw, entry, _) = load_shape(path, args.seed + 1)?;
+            if entry.sector_size == main.sector_size {
+                bail!("--urgent-c1 must be of another sector size than --c1");
+            }
+            shapes.push(entry.clone());
+            Some((raw, entry))
+        }
+        _ => None,
+    };
 
     let gpu = match args.backend {
         crate::shape_bench::ShapeBackend::Gpu => Some(Arc::new(
@@ -214,7 +280,6 @@ pub fn run(args: &EngineBenchArgs) -> Result<()> {
         )),
         crate::shape_bench::ShapeBackend::Cpu => None,
     };
-    let footprint = partition_footprint(&shape);
     for &workers in &args.synthesis_workers {
         let device = match &gpu {
             Some(g) => Device::new(format!("gpu0 {}", g.device().name), g.clone()),
@@ -237,20 +302,60 @@ pub fn run(args: &EngineBenchArgs) -> Result<()> {
             config.host_memory_budget_bytes / footprint.max(1)
         );
         let timeline = Arc::new(Timeline { t0: Instant::now(), spans: Mutex::new(Vec::new()), stages: Default::default() });
-        let runner = Arc::new(ShapeRunner { srs: srs.clone(), partitions, footprint, timeline: timeline.clone() });
-        let engine = Engine::start(config, runner, vec![device])?;
+        let runner = Arc::new(ShapeRunner { shapes: shapes.clone(), timeline: timeline.clone() });
+        config.urgent_synthesis_workers = args.urgent_lanes.first().copied().unwrap_or(1);
+        let engine = Engine::start(config.clone(), runner, vec![device])?;
         let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
         let t0 = timeline.t0;
+        // The urgent job alone, before the main proofs: its standalone time.
+        let standalone = match &urgent {
+            Some((raw, entry)) => {
+                let mut best = Duration::MAX;
+                for i in 0..3 {
+                    let id = format!("urgent-{}-{workers}-{}", std::process::id(), 900 + i);
+                    best = best.min(urgent_job(&engine, &rt, &id, raw, entry)?);
+                }
+                println!("  urgent job ({} partition(s)) alone on the idle engine: {:.2} s (best of 3)", entry.partitions, secs(best));
+                Some(best)
+            }
+            None => None,
+        };
         let mut ids = Vec::new();
         for i in 0..args.proofs {
             let request = JobRequest {
                 request_id: format!("engine-bench-{}-{workers}-{i}", std::process::id()),
                 vanilla_proof: raw.clone(),
-                sector_size: u64::from(input.registered_proof().sector_size()),
+                sector_size: main.sector_size,
                 ..JobRequest::new(ProofKind::PoRepSealCommit)
             };
             ids.push(engine.submit(request)?.job_id);
         }
+
+        // Urgent jobs while they run, from a thread of their own (the main proofs' end times
+        // are taken as they happen).
+        let urgent_thread = urgent.as_ref().map(|(raw, entry)| {
+            let (engine, config, raw, entry) = (engine.clone(), config.clone(), raw.clone(), entry.clone());
+            let (lanes, n, every) = (args.urgent_lanes.clone(), args.urgent, args.urgent_every);
+            let handle = rt.handle().clone();
+            std::thread::spawn(move || -> Result<Vec<(usize, Duration, Duration)>> {
+                let mut runs = Vec::new();
+                let mut lane = config.urgent_synthesis_workers;
+                for i in 0..n {
+                    std::thread::sleep(Duration::from_secs_f64(every));
+                    let want = lanes.get(i * lanes.len() / n.max(1)).copied().unwrap_or(lane);
+                    if want != lane {
+                        let new = EngineConfig { urgent_synthesis_workers: want, ..config.clone() };
+                        engine.reconfigure(new, &[None])?;
+                        lane = want;
+                    }
+                    let id = format!("urgent-{}-{workers}-{}", std::process::id(), 1000 + i);
+                    let at = t0.elapsed();
+                    let took = handle.block_on(async { urgent_job_async(&engine, &id, &raw, &entry).await })?;
+                    runs.push((lane, at, took));
+                }
+                Ok(runs)
+            })
+        });
         let mut done = Vec::new();
         for id in &ids {
             let outcome = rt.block_on(engine.await_job(id, None))?;
@@ -260,12 +365,20 @@ pub fn run(args: &EngineBenchArgs) -> Result<()> {
             }
             done.push((id.clone(), t0.elapsed(), r.proof.len(), r.timings.gpu_compute));
         }
+        let urgent_runs = match urgent_thread {
+            Some(h) => Some(h.join().map_err(|_| anyhow::anyhow!("the urgent jobs' thread panicked"))??),
+            None => None,
+        };
         let _ = engine.drain(Duration::from_secs(5));
         drop(engine);
         let _ = std::fs::remove_dir_all(&state);
 
-        let spans = timeline.spans.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let all = timeline.spans.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let spans: Vec<Span> = all.iter().filter(|s| s.job < URGENT_INDEX).cloned().collect();
         print_report(&spans, &done, partitions, workers);
+        if let (Some(runs), Some(alone)) = (&urgent_runs, standalone) {
+            print_urgent(&all, runs, alone);
+        }
         let (st, n) = *timeline.stages.lock().unwrap_or_else(|p| p.into_inner());
         if n > 0 {
             let avg = |d: Duration| d.as_secs_f64() / n as f64;
@@ -299,6 +412,76 @@ pub fn run(args: &EngineBenchArgs) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Timeline job indices from here on are urgent jobs (their request ids end in 900 + i for
+/// the standalone runs, 1000 + i during the main proofs).
+const URGENT_INDEX: usize = 900;
+
+/// One CRITICAL job of the urgent shape: submitted, awaited, its latency.
+fn urgent_job(engine: &Engine, rt: &tokio::runtime::Runtime, id: &str, raw: &[u8], shape: &Shape) -> Result<Duration> {
+    rt.block_on(urgent_job_async(engine, id, raw, shape))
+}
+
+async fn urgent_job_async(engine: &Engine, id: &str, raw: &[u8], shape: &Shape) -> Result<Duration> {
+    let t = Instant::now();
+    let request = JobRequest {
+        request_id: id.to_string(),
+        vanilla_proof: raw.to_vec(),
+        sector_size: shape.sector_size,
+        priority: Some(cuzk_engine::Priority::Critical),
+        ..JobRequest::new(ProofKind::PoRepSealCommit)
+    };
+    let job = engine.submit(request)?.job_id;
+    let cuzk_engine::AwaitOutcome::Done(r) = engine.await_job(&job, None).await? else { bail!("urgent job {id} did not finish") };
+    if r.status != cuzk_engine::JobStatus::Completed {
+        bail!("urgent job {id}: {:?}: {}", r.status, r.error.clone().unwrap_or_default());
+    }
+    Ok(t.elapsed())
+}
+
+/// The urgent jobs against the goal: standalone time plus one main partition's GPU time.
+fn print_urgent(spans: &[Span], runs: &[(usize, Duration, Duration)], alone: Duration) {
+    let main_gpu: Vec<Duration> = spans.iter().filter(|s| s.gpu && s.job < URGENT_INDEX).map(|s| s.end - s.start).collect();
+    let partition_gpu = main_gpu.iter().sum::<Duration>() / main_gpu.len().max(1) as u32;
+    let goal = alone + partition_gpu;
+    println!(
+        "  urgent CRITICAL jobs while the main proofs ran (goal: standalone {:.2} s + one main partition's prove() {:.2} \
+         s = {:.2} s):",
+        secs(alone),
+        secs(partition_gpu),
+        secs(goal)
+    );
+    for (i, (lane, at, took)) in runs.iter().enumerate() {
+        let own = |gpu: bool| {
+            spans
+                .iter()
+                .filter(|s| s.job == 1000 + i && s.gpu == gpu)
+                .map(|s| format!("{:.2}..{:.2}", secs(s.start), secs(s.end)))
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        println!(
+            "    urgent {i}: urgent_synthesis_workers {lane}, submitted at {:.1} s, done in {:.2} s ({:.2}x the goal; S \
+             {}, G {})",
+            secs(*at),
+            secs(*took),
+            secs(*took) / secs(goal).max(1e-9),
+            own(false),
+            own(true)
+        );
+    }
+    for lane in runs.iter().map(|r| r.0).collect::<std::collections::BTreeSet<_>>() {
+        let mine: Vec<f64> = runs.iter().filter(|r| r.0 == lane).map(|r| secs(r.2)).collect();
+        let worst = mine.iter().cloned().fold(0.0, f64::max);
+        println!(
+            "=== urgent jobs, urgent_synthesis_workers {lane}: worst {worst:.2} s, mean {:.2} s, against the goal {:.2} s \
+             ({:.2}x) ===",
+            mine.iter().sum::<f64>() / mine.len() as f64,
+            secs(goal),
+            worst / secs(goal).max(1e-9)
+        );
+    }
 }
 
 fn secs(d: Duration) -> f64 {

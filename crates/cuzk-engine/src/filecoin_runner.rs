@@ -313,7 +313,13 @@ impl PreparedJob for FilecoinJob {
 
     fn synthesize(&self, k: usize, cancel: &CancelToken) -> Result<PartitionWork, RunError> {
         cancel.check()?;
-        let (witness, _) = self.job.synthesize(k).map_err(|e| job_error(e, cancel))?;
+        let synthesize = || self.job.synthesize(k);
+        let made = if crate::runner::on_urgent_lane() {
+            cuzk_filecoin::synthesis::urgent(synthesize)
+        } else {
+            synthesize()
+        };
+        let (witness, _) = made.map_err(|e| job_error(e, cancel))?;
         Ok(PartitionWork { witness })
     }
 

@@ -113,6 +113,6 @@ pub use job::{
 };
 pub use residency::ResidentStatus;
 pub use runner::{
-    CancelToken, Device, DeviceBackend, JobPlan, MemoryProbe, PartitionProof, PartitionWork, PreparedJob,
-    ProofOutput, ProofRunner, ProveContext, SrsRef,
+    on_urgent_lane, CancelToken, Device, DeviceBackend, JobPlan, MemoryProbe, PartitionProof, PartitionWork,
+    PreparedJob, ProofOutput, ProofRunner, ProveContext, SrsRef,
 };

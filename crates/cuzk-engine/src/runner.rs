@@ -154,6 +154,24 @@ pub trait ProofRunner: Send + Sync + 'static {
     fn srs_for_circuit(&self, circuit_id: &str) -> Result<SrsRef, RunError>;
 }
 
+thread_local! {
+    static URGENT_LANE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Marks the calling thread as one of the urgent lane's synthesis threads (the engine's
+/// `urgent_synthesis_workers`).
+pub(crate) fn mark_urgent_lane() {
+    URGENT_LANE.with(|u| u.set(true));
+}
+
+/// Whether [`PreparedJob::synthesize`] (or another stage) runs on a synthesis thread of the
+/// urgent lane: a job of priority High or Critical that should not wait for the CPU behind
+/// bulk synthesis. A runner may then synthesize at a higher CPU priority (cuzk-filecoin's
+/// runner uses a thread pool of its own at the process's priority).
+pub fn on_urgent_lane() -> bool {
+    URGENT_LANE.with(|u| u.get())
+}
+
 /// A job split into partitions, as the engine schedules it. Shared by the threads that
 /// synthesize and prove its partitions at the same time.
 pub trait PreparedJob: Send + Sync {

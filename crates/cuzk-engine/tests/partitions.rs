@@ -58,6 +58,40 @@ async fn a_higher_job_goes_before_the_remaining_partitions_of_a_lower_one() {
     assert_eq!(rest, ["low0", "low1", "low2", "low3", "low4", "low5"]);
 }
 
+/// The urgent lane: a WinningPoSt submitted while the only bulk synthesis thread is inside a
+/// long partition is synthesized at once on the urgent lane's thread and proves before that
+/// partition; the low job never runs there. Without the lane (0 threads) the same WinningPoSt
+/// waits for the bulk thread, and the low job's partition proves first.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_urgent_job_does_not_wait_for_a_bulk_synthesis_thread() {
+    for lane in [1, 0] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = threads(dir.path(), 1, 1);
+        c.urgent_synthesis_workers = lane;
+        let (e, log) = start(c);
+        let low = Script { partitions: 2, synth_ms: 1500, prove_ms: 5, footprint: 10, ..Script::default() };
+        e.submit(request("low", ProofKind::PoRepSealCommit, Some(Priority::Low), &low)).unwrap();
+        until("the low job synthesizes", || log.synthesized.lock().unwrap().len() == 1);
+        let t = Instant::now();
+        let win = Script { partitions: 1, synth_ms: 20, prove_ms: 5, footprint: 10, ..Script::default() };
+        e.submit(request("win", ProofKind::WinningPost, None, &win)).unwrap();
+        let r = done(&e, "win").await;
+        assert_eq!(r.status, JobStatus::Completed, "{:?}", r.error);
+        let order = log.proved_partitions.lock().unwrap().clone();
+        let urgent = log.urgent.lock().unwrap().clone();
+        if lane == 1 {
+            assert!(t.elapsed() < Duration::from_millis(1000), "urgent job took {:?}", t.elapsed());
+            assert_eq!(order.first(), Some(&("win".to_string(), 0)), "{order:?}");
+            assert_eq!(urgent, vec![("win".to_string(), 0)], "only the WinningPoSt runs on the urgent lane");
+        } else {
+            assert_eq!(order.first(), Some(&("low".to_string(), 0)), "{order:?}");
+            assert!(urgent.is_empty(), "{urgent:?}");
+        }
+        assert_eq!(done(&e, "low").await.status, JobStatus::Completed);
+        let _ = e.drain(Duration::from_secs(5));
+    }
+}
+
 /// A budget of exactly three partitions' bytes: three witnesses are in memory at once
 /// (synthesis runs ahead of two workers), never four, across two jobs' partitions.
 #[tokio::test(flavor = "multi_thread")]

@@ -175,12 +175,40 @@ pub struct Pieces<'a, C, E> {
 /// proved in 11-12 s with synthesis running beside it, against 3.4-3.8 s alone; bench notes).
 pub fn synthesis_pool() -> &'static rayon::ThreadPool {
     static POOL: OnceLock<rayon::ThreadPool> = OnceLock::new();
-    POOL.get_or_init(|| build_pool("cuzk-synth"))
+    POOL.get_or_init(|| bulk_pool("cuzk-synth"))
+}
+
+/// The threads urgent synthesis runs on ([`urgent`]): one per core at the process's own
+/// CPU priority, above bulk synthesis ([`synthesis_pool`]) and beside the prover's stages.
+fn urgent_pool() -> &'static rayon::ThreadPool {
+    static POOL: OnceLock<rayon::ThreadPool> = OnceLock::new();
+    POOL.get_or_init(|| build_pool("cuzk-urgent", 0))
+}
+
+thread_local! {
+    static URGENT: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs `op` (a job's synthesis) with every [`synthesize`] inside it on the urgent pool: for
+/// jobs that must not queue behind bulk synthesis (a WinningPoSt beside 32 GiB PoReps). A
+/// pool of its own rather than the shared one, because work injected into a busy rayon pool
+/// waits until its threads run out of their own tasks; and at normal priority, so the OS
+/// gives its threads the cores ahead of the niced bulk threads.
+pub fn urgent<R>(op: impl FnOnce() -> R) -> R {
+    let was = URGENT.with(|u| u.replace(true));
+    let r = op();
+    URGENT.with(|u| u.set(was));
+    r
 }
 
 /// One thread per core at the synthesis priority, named `<name>-<i>`.
-fn build_pool(name: &'static str) -> rayon::ThreadPool {
+fn bulk_pool(name: &'static str) -> rayon::ThreadPool {
     let nice: i32 = std::env::var("CUZK_SYNTHESIS_NICE").ok().and_then(|v| v.parse().ok()).unwrap_or(10);
+    build_pool(name, nice)
+}
+
+/// One thread per core, `nice` above the process's priority, named `<name>-<i>`.
+fn build_pool(name: &'static str, nice: i32) -> rayon::ThreadPool {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let build = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
@@ -209,12 +237,14 @@ fn in_synthesis_pool<R: Send>(op: impl FnOnce() -> R + Send) -> R {
         static OWN: std::cell::OnceCell<rayon::ThreadPool> = const { std::cell::OnceCell::new() };
     }
     let per_thread = std::env::var("CUZK_SYNTHESIS_POOL").is_ok_and(|v| v == "per-thread");
-    if !per_thread {
+    if URGENT.with(|u| u.get()) || urgent_pool().current_thread_index().is_some() {
+        urgent_pool().install(op)
+    } else if !per_thread {
         synthesis_pool().install(op)
     } else if rayon::current_thread_index().is_some() {
         op()
     } else {
-        OWN.with(|p| p.get_or_init(|| build_pool("cuzk-synth-own")).install(op))
+        OWN.with(|p| p.get_or_init(|| bulk_pool("cuzk-synth-own")).install(op))
     }
 }
 

@@ -188,6 +188,10 @@ impl GpusConfig {
 pub struct EngineSettings {
     /// Threads that synthesize ahead of proving; unset: 2 per GPU, 1 on the CPU backend.
     pub synthesis_workers: Option<usize>,
+    /// Synthesis threads for urgent jobs only (priority High or Critical: WindowPoSt and
+    /// WinningPoSt by default), so that one never waits behind bulk synthesis; 0 turns the
+    /// lane off. Unset: 1.
+    pub urgent_synthesis_workers: Option<usize>,
     /// Host memory synthesized and proving jobs may hold, bytes; unset: 3/4 of RAM.
     pub host_memory_budget_bytes: Option<u64>,
     /// Seconds a result is kept when nobody fetches it; unset: the engine's default.
@@ -207,7 +211,7 @@ pub struct EngineSettings {
 /// refused with the key named, so that no value can panic, wrap or starve the daemon later
 /// (a drain timeout of 2^63 seconds overflows a deadline; a million synthesis threads do not
 /// start).
-pub const NUMERIC_BOUNDS: [(&str, u64, u64); 16] = [
+pub const NUMERIC_BOUNDS: [(&str, u64, u64); 17] = [
     ("[srs] cache_limit_bytes", 0, 1 << 52),
     ("[daemon] max_message_bytes", 4 << 20, (1 << 31) - 1),
     ("[daemon] drain_timeout_secs", 0, 7 * 86400),
@@ -218,6 +222,7 @@ pub const NUMERIC_BOUNDS: [(&str, u64, u64); 16] = [
     ("[gpus] devices: vram_budget_bytes", 1, 1 << 48),
     ("[gpus] devices: workers", 0, 64),
     ("[engine] synthesis_workers", 1, 1024),
+    ("[engine] urgent_synthesis_workers", 0, 64),
     ("[engine] host_memory_budget_bytes", 1 << 20, 1 << 52),
     ("[engine] result_ttl_secs", 1, 365 * 86400),
     ("[engine] max_queued_jobs", 1, 10_000_000),
@@ -403,6 +408,7 @@ impl Config {
             ("[gpus] vram_budget_bytes", g.vram_budget_bytes),
             ("[gpus] pinned_memory_budget_bytes", g.pinned_memory_budget_bytes),
             ("[engine] synthesis_workers", e.synthesis_workers.map(|v| v as u64)),
+            ("[engine] urgent_synthesis_workers", e.urgent_synthesis_workers.map(|v| v as u64)),
             ("[engine] host_memory_budget_bytes", e.host_memory_budget_bytes),
             ("[engine] result_ttl_secs", e.result_ttl_secs),
             ("[engine] max_queued_jobs", e.max_queued_jobs.map(|v| v as u64)),
@@ -430,6 +436,9 @@ impl Config {
         // so two per GPU by default. On the CPU backend one, since synthesis and proving
         // share the cores.
         ec.synthesis_workers = e.synthesis_workers.unwrap_or(if gpus > 0 { 2 * gpus } else { 1 });
+        if let Some(n) = e.urgent_synthesis_workers {
+            ec.urgent_synthesis_workers = n;
+        }
         if let Some(b) = e.host_memory_budget_bytes {
             ec.host_memory_budget_bytes = b;
         }
@@ -490,6 +499,7 @@ mod tests {
             ("gpus", "vram_budget_bytes"),
             ("gpus", "pinned_memory_budget_bytes"),
             ("engine", "synthesis_workers"),
+            ("engine", "urgent_synthesis_workers"),
             ("engine", "host_memory_budget_bytes"),
             ("engine", "result_ttl_secs"),
             ("engine", "max_queued_jobs"),

@@ -17,6 +17,13 @@ pub struct EngineConfig {
     /// Threads that synthesize partitions ahead of proving (and run each job's last step,
     /// assembly and verification).
     pub synthesis_workers: usize,
+    /// Synthesis threads of their own for urgent jobs (priority High or Critical: WindowPoSt
+    /// and WinningPoSt by default), which take nothing else. A WinningPoSt that arrives
+    /// while every `synthesis_workers` thread is inside a 32 GiB partition (seconds to tens
+    /// of seconds) starts at once on one of these, and its synthesis runs at the process's
+    /// CPU priority rather than the lower one of bulk synthesis (see the runner's
+    /// [`crate::runner::on_urgent_lane`]). 0 turns the lane off.
+    pub urgent_synthesis_workers: usize,
     /// Host memory that synthesized-but-unproved and proving partitions, the prepared jobs
     /// they belong to, and resident parameters may hold together.
     pub host_memory_budget_bytes: u64,
@@ -40,7 +47,7 @@ pub struct EngineConfig {
 }
 
 impl EngineConfig {
-    /// Defaults: one worker per device, one synthesis thread, 3/4 of the machine's memory as
+    /// Defaults: one worker per device, one synthesis thread and one for urgent jobs, 3/4 of the machine's memory as
     /// budget, results kept an hour (five minutes once fetched), three attempts, 1000 queued
     /// jobs and 32 GiB of spooled payload at most (about 650 waiting 32 GiB PoRep inputs).
     pub fn new(state_dir: impl Into<PathBuf>) -> EngineConfig {
@@ -48,6 +55,7 @@ impl EngineConfig {
             state_dir: state_dir.into(),
             gpu_workers_per_device: 1,
             synthesis_workers: 1,
+            urgent_synthesis_workers: 1,
             host_memory_budget_bytes: default_memory_budget(),
             srs_cache_limit_bytes: 0,
             result_ttl: Duration::from_secs(3600),

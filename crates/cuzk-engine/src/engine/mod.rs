@@ -17,6 +17,10 @@
 //!   one job or of several are synthesized at once as far as the budget allows. They also
 //!   run each job's last step (assembly and verification) once its partitions are proved,
 //!   so the workers never do CPU-only work.
+//! - `urgent_synthesis_workers` threads (the urgent lane) do the same for jobs of priority
+//!   High or Critical only (WindowPoSt, WinningPoSt), so such a job never waits for a bulk
+//!   synthesis thread to come out of a 32 GiB partition; the runner sees the lane
+//!   ([`crate::runner::on_urgent_lane`]) and may synthesize at a higher CPU priority.
 //! - `gpu_workers_per_device x devices` worker threads take the synthesized partition of the
 //!   highest-priority job, on any device: a higher-priority job's partitions go before the
 //!   remaining ones of a lower job, so an urgent proof waits for at most the partition in
@@ -58,7 +62,7 @@ use crate::job::*;
 use crate::residency::Residency;
 use crate::runner::{Device, ProofRunner};
 use crate::spool::Spool;
-use queue::{DeviceHealth, SchedulerState};
+use queue::{DeviceHealth, Lane, SchedulerState};
 
 /// Requests with more payload than this are not kept in memory while queued: the spool
 /// has them (a 32 GiB PoRep C1 is about 50 MB, and hundreds may wait).
@@ -175,7 +179,7 @@ impl Engine {
         }
         let workers = worker_device.len();
         let device_count = devices.len();
-        let synth = config.synthesis_workers;
+        let synth = [config.synthesis_workers, config.urgent_synthesis_workers];
         let shared = Arc::new(EngineShared {
             srs: Residency::new(config.srs_cache_limit_bytes),
             device_locks: devices.iter().map(|_| Mutex::new(())).collect(),
@@ -218,9 +222,11 @@ impl Engine {
 
 
     fn spawn_threads(&self, workers: usize) {
-        let n = self.cfg().synthesis_workers;
-        for i in 0..n {
-            self.spawn_synthesis(i);
+        let cfg = self.cfg();
+        for (lane, n) in [(Lane::All, cfg.synthesis_workers), (Lane::Urgent, cfg.urgent_synthesis_workers)] {
+            for i in 0..n {
+                self.spawn_synthesis(lane, i);
+            }
         }
         for w in 0..workers {
             self.spawn_worker(w);
@@ -236,20 +242,21 @@ impl Engine {
             .ok();
     }
 
-    fn spawn_synthesis(&self, i: usize) {
+    fn spawn_synthesis(&self, lane: Lane, i: usize) {
         {
             let mut s = lock(&self.shared.sched);
-            if s.synth_alive.len() <= i {
-                s.synth_alive.resize(i + 1, false);
+            let alive = &mut s.synth_alive[lane.index()];
+            if alive.len() <= i {
+                alive.resize(i + 1, false);
             }
-            s.synth_alive[i] = true;
+            alive[i] = true;
             s.live_threads += 1;
         }
         let e = self.clone();
         std::thread::Builder::new()
-            .name(format!("cuzk-synth-{i}"))
+            .name(format!("{}-{i}", lane.thread_name()))
             .spawn(move || {
-                e.keep_running("synthesis", || e.synthesis_loop(i));
+                e.keep_running("synthesis", || e.synthesis_loop(lane, i));
                 e.thread_exit();
             })
             .ok();
@@ -312,6 +319,11 @@ impl Engine {
         };
         note("host_memory_budget_bytes", old.host_memory_budget_bytes.to_string(), new.host_memory_budget_bytes.to_string());
         note("synthesis_workers", old.synthesis_workers.to_string(), new.synthesis_workers.to_string());
+        note(
+            "urgent_synthesis_workers",
+            old.urgent_synthesis_workers.to_string(),
+            new.urgent_synthesis_workers.to_string(),
+        );
         note("max_queued_jobs", old.max_queued_jobs.to_string(), new.max_queued_jobs.to_string());
         note("max_spool_bytes", old.max_spool_bytes.to_string(), new.max_spool_bytes.to_string());
         note("srs_cache_limit_bytes", old.srs_cache_limit_bytes.to_string(), new.srs_cache_limit_bytes.to_string());
@@ -319,16 +331,20 @@ impl Engine {
         note("fetched_result_ttl", format!("{:?}", old.fetched_result_ttl), format!("{:?}", new.fetched_result_ttl));
         note("max_attempts", old.max_attempts.to_string(), new.max_attempts.to_string());
         self.shared.srs.set_limit(new.srs_cache_limit_bytes);
-        let synth = new.synthesis_workers;
+        let synth = [new.synthesis_workers, new.urgent_synthesis_workers];
         *self.shared.config.lock().unwrap_or_else(|p| p.into_inner()) = EngineConfig { start_paused: old.start_paused, ..new };
-        // Synthesis threads: indices below the target run; missing ones start.
-        let missing: Vec<usize> = {
+        // Synthesis threads: indices below their lane's target run; missing ones start.
+        let missing: Vec<(Lane, usize)> = {
             let mut s = lock(&self.shared.sched);
             s.synth_target = synth;
-            (0..synth).filter(|&i| !s.synth_alive.get(i).copied().unwrap_or(false)).collect()
+            Lane::BOTH
+                .into_iter()
+                .flat_map(|lane| (0..synth[lane.index()]).map(move |i| (lane, i)))
+                .filter(|&(lane, i)| !s.synth_alive[lane.index()].get(i).copied().unwrap_or(false))
+                .collect()
         };
-        for i in missing {
-            self.spawn_synthesis(i);
+        for (lane, i) in missing {
+            self.spawn_synthesis(lane, i);
         }
         // Workers, device by device: retire the newest slots above the target, add slots
         // below it.

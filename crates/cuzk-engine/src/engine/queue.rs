@@ -292,11 +292,42 @@ pub(crate) struct SchedulerState {
     pub worker_retired: Vec<bool>,
     /// Each device's health, by device index (empty: every device is healthy).
     pub device_health: Vec<DeviceHealth>,
-    /// Synthesis threads wanted (a reload changes it); thread i leaves when i >= this.
-    pub synth_target: usize,
-    /// Which synthesis thread indices run.
-    pub synth_alive: Vec<bool>,
+    /// Synthesis threads wanted per lane (`Lane::index`; a reload changes them); thread i
+    /// of a lane leaves when i >= its target.
+    pub synth_target: [usize; 2],
+    /// Which synthesis thread indices run, per lane.
+    pub synth_alive: [Vec<bool>; 2],
     pub live_threads: usize,
+}
+
+/// Which jobs a synthesis thread takes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Lane {
+    /// Any job (`synthesis_workers`).
+    All,
+    /// Only jobs of priority High or Critical (`urgent_synthesis_workers`).
+    Urgent,
+}
+
+impl Lane {
+    pub const BOTH: [Lane; 2] = [Lane::All, Lane::Urgent];
+
+    /// Its slot in [`SchedulerState::synth_target`] and `synth_alive`.
+    pub fn index(self) -> usize {
+        self as usize
+    }
+
+    pub fn takes(self, priority: Priority) -> bool {
+        self == Lane::All || priority >= Priority::High
+    }
+
+    /// Its threads' name prefix.
+    pub fn thread_name(self) -> &'static str {
+        match self {
+            Lane::All => "cuzk-synth",
+            Lane::Urgent => "cuzk-urgent",
+        }
+    }
 }
 
 impl SchedulerState {
@@ -332,11 +363,18 @@ impl SchedulerState {
         self.release(bytes);
     }
 
-    /// The next task for a synthesis thread within `budget` bytes, which resident
-    /// parameters (`params`) and parameters being loaded share with partitions; reserves
-    /// what it needs. When it returns `None` for want of memory, `memory_wanted` says how
-    /// much.
+    /// [`SchedulerState::next_synthesis_task_in`] for a thread of [`Lane::All`] (tests).
+    #[cfg(test)]
     pub fn next_synthesis_task(&mut self, budget: u64, params: &dyn ParamsView) -> Option<SynthesisTask> {
+        self.next_synthesis_task_in(budget, params, Lane::All)
+    }
+
+    /// The next task for a synthesis thread of `lane` within `budget` bytes, which resident
+    /// parameters (`params`) and parameters being loaded share with partitions; reserves
+    /// what it needs. An urgent lane's thread passes over every job below
+    /// [`Priority::High`]. When it returns `None` for want of memory, `memory_wanted` says
+    /// how much.
+    pub fn next_synthesis_task_in(&mut self, budget: u64, params: &dyn ParamsView, lane: Lane) -> Option<SynthesisTask> {
         self.memory_wanted = (0, None);
         let loading: u64 = self.params_loading.values().sum();
         let params_bytes = params.resident_bytes().saturating_add(loading);
@@ -350,6 +388,9 @@ impl SchedulerState {
             order.insert(at, head);
         }
         for key in order {
+            if !lane.takes(key.priority.0) {
+                continue;
+            }
             let id = key.job_id.clone();
             // Memory that comes back without a new partition starting (some partition is
             // in flight or waiting for a worker): worth waiting for.
@@ -776,6 +817,25 @@ mod tests {
 
     fn synthesized(s: &mut SchedulerState, id: &str, k: usize) {
         s.partition_done(id, k, PartitionOutcome::Synthesized(PartitionWork::default()));
+    }
+
+    /// An urgent lane's thread passes over a started low job's partitions and takes the
+    /// Critical job queued behind it.
+    #[test]
+    fn the_urgent_lane_takes_only_high_and_critical_jobs() {
+        let mut s = state(&[("low", Priority::Low, 3, 10)]);
+        let none = Params::default();
+        assert!(matches!(s.next_synthesis_task(100, &none), Some(SynthesisTask::Prepare { .. })));
+        assert!(s.next_synthesis_task_in(100, &none, Lane::Urgent).is_none(), "nothing urgent yet");
+        let mut high = JobEntry::new(ProofKind::WinningPost, Priority::Critical, 9, None);
+        high.plan = Some(JobPlan::new(1, 10));
+        s.queued.insert(high.key("win"));
+        s.jobs.insert("win".into(), high);
+        match s.next_synthesis_task_in(100, &none, Lane::Urgent) {
+            Some(SynthesisTask::Prepare { id }) => assert_eq!(id, "win"),
+            _ => panic!("the urgent lane did not start the Critical job"),
+        }
+        assert!(!Lane::Urgent.takes(Priority::Normal) && Lane::Urgent.takes(Priority::High) && Lane::All.takes(Priority::Low));
     }
 
     #[test]

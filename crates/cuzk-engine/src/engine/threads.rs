@@ -6,27 +6,30 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::queue::{partition_message, PartitionOutcome, ProveTask, SynthesisTask};
+use super::queue::{partition_message, Lane, PartitionOutcome, ProveTask, SynthesisTask};
 use super::*;
 use crate::error::RunError;
 use crate::panic::contained;
 use crate::runner::{CancelToken, DeviceBackend, PartitionProof, PreparedJob, ProveContext};
 
 impl Engine {
-    pub(super) fn synthesis_loop(&self, index: usize) {
+    pub(super) fn synthesis_loop(&self, lane: Lane, index: usize) {
         let shared = &*self.shared;
+        if lane == Lane::Urgent {
+            crate::runner::mark_urgent_lane();
+        }
         loop {
             let task = {
                 let mut s = lock(&shared.sched);
                 loop {
-                    if s.stopping || index >= s.synth_target {
+                    if s.stopping || index >= s.synth_target[lane.index()] {
                         // Under the lock, so that a reload that raises the target again
                         // starts this index anew rather than counting on this thread.
-                        s.synth_alive[index] = false;
+                        s.synth_alive[lane.index()][index] = false;
                         return;
                     }
                     let budget = self.cfg().host_memory_budget_bytes;
-                    if let Some(task) = s.next_synthesis_task(budget, &shared.srs) {
+                    if let Some(task) = s.next_synthesis_task_in(budget, &shared.srs, lane) {
                         break task;
                     }
                     // Short of memory: idle parameters (no started job holds them) make room

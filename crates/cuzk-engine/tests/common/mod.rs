@@ -62,6 +62,8 @@ pub struct Scripted {
     pub proved_partitions: Mutex<Vec<(String, usize)>>,
     /// Job ids in the order their first partition's synthesis started.
     pub synthesized: Mutex<Vec<String>>,
+    /// (job id, partition) synthesized on the urgent lane (`cuzk_engine::on_urgent_lane`).
+    pub urgent: Mutex<Vec<(String, usize)>>,
     /// Witnesses in memory now (from the start of a partition's synthesis to the end of its
     /// proof), and the most at once.
     pub held: AtomicI64,
@@ -149,6 +151,9 @@ impl PreparedJob for ScriptedJob {
         maybe_panic(&self.script, "synthesize");
         if k == 0 {
             self.log.synthesized.lock().unwrap().push(self.id.clone());
+        }
+        if on_urgent_lane() {
+            self.log.urgent.lock().unwrap().push((self.id.clone(), k));
         }
         // Counted from here to the end of its proof; a synthesis that stops counts itself
         // out at once.
