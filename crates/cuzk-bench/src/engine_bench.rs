@@ -18,11 +18,11 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use cuzk_engine::{
-    partition_footprint, CancelToken, Device, Engine, EngineConfig, JobPlan, JobRequest, PartitionProof, PartitionWork,
+    CancelToken, Device, Engine, EngineConfig, JobPlan, JobRequest, PartitionProof, PartitionWork,
     PreparedJob, ProofKind, ProofOutput, ProofRunner, ProveContext, RunError, SrsRef,
 };
 use cuzk_filecoin::synthesis::SynthesisPath;
-use cuzk_filecoin::{parse_c1, PoRepJob};
+use cuzk_filecoin::{parse_c1, partition_footprint, PoRepJob};
 use cuzk_groth16::Srs;
 
 #[derive(clap::Args)]

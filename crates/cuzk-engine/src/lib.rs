@@ -21,7 +21,8 @@
 //! between partitions: a WinningPoSt that arrives behind a 32 GiB PoRep waits for the
 //! partitions in flight, not for the PoRep's other nine.
 //!
-//! The real runner ([`FilecoinRunner`]) runs every kind through cuzk-filecoin's `ProofJob`.
+//! The engine knows no proof kind: the real runner is cuzk-filecoin's `FilecoinRunner`, beside
+//! the circuits it runs (every kind through cuzk-filecoin's `ProofJob`).
 //!
 //! # Use
 //!
@@ -29,6 +30,7 @@
 //! # async fn demo() -> Result<(), cuzk_engine::EngineError> {
 //! use std::{path::Path, sync::Arc, time::Duration};
 //! use cuzk_engine::*;
+//! use cuzk_filecoin::FilecoinRunner;
 //!
 //! let runner = FilecoinRunner::new(Path::new("/var/tmp/filecoin-proof-parameters"), None)
 //!     .map_err(|e| EngineError::Config(e.to_string()))?;
@@ -93,7 +95,6 @@
 
 pub mod engine;
 pub mod error;
-pub mod filecoin_runner;
 pub mod job;
 pub mod metrics;
 pub mod panic;
@@ -106,7 +107,6 @@ pub use engine::{
     MemoryStatus, QueueStatus, WorkerStatus,
 };
 pub use error::{EngineError, RunError};
-pub use filecoin_runner::{partition_footprint, FilecoinRunner};
 pub use job::{
     AwaitOutcome, CancelOutcome, JobEvent, JobInfo, JobRequest, JobResult, JobState, JobStatus,
     PartitionProgress, Priority, ProofKind, StageTimings, Submitted,

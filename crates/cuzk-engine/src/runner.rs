@@ -3,7 +3,7 @@
 //! Why a trait: the engine's hard parts (priorities, the spool, cancel, budgets, recovery)
 //! must be testable in milliseconds, while a real proof takes tens of seconds even for a
 //! 2 KiB sector. The engine sees a job as N partitions and schedules those; the real
-//! implementation, [`crate::FilecoinRunner`], calls cuzk-filecoin's jobs, and tests drive
+//! implementation, cuzk-filecoin's `FilecoinRunner` (beside the circuits), calls its jobs, and tests drive
 //! the engine with doubles that sleep or fail on command.
 //!
 //! Stages, with the types the compiler checks between them:

@@ -13,6 +13,7 @@ use std::time::Duration;
 use common::*;
 use cuzk_engine::*;
 use cuzk_filecoin::fixture::{default_fixture_dir, ensure_fixture, ensure_kind_fixtures};
+use cuzk_filecoin::FilecoinRunner;
 
 #[tokio::test(flavor = "multi_thread")]
 async fn idle_parameters_make_room_and_held_ones_are_never_evicted() {

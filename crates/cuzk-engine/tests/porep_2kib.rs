@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use cuzk_engine::*;
 use cuzk_filecoin::fixture::{default_fixture_dir, ensure_fixture, ensure_kind_fixtures};
-use cuzk_filecoin::{parse_c1, verify_porep_c2};
+use cuzk_filecoin::{parse_c1, verify_porep_c2, FilecoinRunner};
 
 async fn result(e: &Engine, id: &str) -> Arc<JobResult> {
     match e

@@ -10,6 +10,8 @@
 //!   checked by [`PoRepJob::new`] before any circuit is built;
 //! - [`shape_c1`]: shape-only C1 outputs (any sector size, 32 and 64 GiB included): a real
 //!   one's exact structure, random contents; shape-only: cannot verify (benches only);
+//! - [`runner`]: every kind as cuzk-engine's `ProofRunner` ([`FilecoinRunner`]): the
+//!   engine schedules partitions, the runner knows the circuits;
 //! - [`fixture`]: test parameters and a sealed small sector, cached.
 //!
 //! Architecture invariant: circuits, public inputs, verification and the proof byte format
@@ -22,6 +24,7 @@ pub mod job;
 pub mod params;
 pub mod porep;
 pub mod post;
+pub mod runner;
 pub mod shape_c1;
 pub mod snap;
 pub mod synthesis;
@@ -32,4 +35,5 @@ pub use error::ProofError;
 pub use job::{prove_job, Blinding, FinishTimings, JobTimings, ProofJob, SynthesisTimings};
 pub use porep::{prove_porep_c2, prove_porep_c2_with, prover_id_from_miner, verify_porep_c2, PoRepJob, SealCommit, SectorIdentity};
 pub use post::{PoStJob, PoStRequest};
+pub use runner::{partition_footprint, FilecoinRunner};
 pub use snap::{SnapJob, SnapRequest};

@@ -17,7 +17,8 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use config::{BackendChoice, Config, GpusConfig};
-use cuzk_engine::{Device, Engine, MemoryStatus, FilecoinRunner};
+use cuzk_engine::{Device, Engine, MemoryStatus};
+use cuzk_filecoin::FilecoinRunner;
 use cuzk_proto::{Address, ProvingEngineServer};
 use sd_notify::NotifyState;
 

@@ -23,10 +23,11 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use cuzk_engine::{
-    CancelToken, FilecoinRunner, JobPlan, JobRequest, PartitionProof, PartitionWork, PreparedJob, ProofKind as EngineKind,
+    CancelToken, JobPlan, JobRequest, PartitionProof, PartitionWork, PreparedJob, ProofKind as EngineKind,
     ProofOutput, ProofRunner, ProveContext, RunError, SrsRef,
 };
 use cuzk_filecoin::fixture::{default_fixture_dir, ensure_fixture};
+use cuzk_filecoin::FilecoinRunner;
 use cuzk_proto::v1::{await_proof_response::Status, *};
 use cuzk_proto::{connect, Address, DEFAULT_MAX_MESSAGE_BYTES};
 use rand::{Rng, SeedableRng};

@@ -211,9 +211,12 @@ pub fn porep(id: &str, s: &Script) -> JobRequest {
     request(id, ProofKind::PoRepSealCommit, None, s)
 }
 
+/// The test configuration: a 1 GiB budget and no urgent lane, so that the order tests see
+/// exactly the synthesis threads they set (the lane's own test turns it on).
 pub fn config(dir: &std::path::Path) -> EngineConfig {
     let mut c = EngineConfig::new(dir);
     c.host_memory_budget_bytes = 1 << 30;
+    c.urgent_synthesis_workers = 0;
     c
 }
 

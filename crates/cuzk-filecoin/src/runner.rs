@@ -4,21 +4,20 @@
 
 use std::path::{Path, PathBuf};
 
-use cuzk_filecoin::c1::REGISTERED_SEAL_PROOFS;
-use cuzk_filecoin::params::{post_params_path, seal_params_path, update_params_path, use_proof_dirs};
-use cuzk_filecoin::post::post_proof_from_wire;
-use cuzk_filecoin::snap::update_proof_from_wire;
-use cuzk_filecoin::{
+use crate::c1::REGISTERED_SEAL_PROOFS;
+use crate::params::{post_params_path, seal_params_path, update_params_path, use_proof_dirs};
+use crate::post::post_proof_from_wire;
+use crate::snap::update_proof_from_wire;
+use crate::{
     parse_c1, prover_id_from_miner, C1Input, PoRepJob, PoStJob, PoStRequest, ProofError, ProofJob, SealCommit,
     SectorIdentity, SnapJob, SnapRequest,
 };
 use cuzk_groth16::{Srs, SrsShape};
 use filecoin_proofs_api::{RegisteredPoStProof, RegisteredSealProof, RegisteredUpdateProof};
 
-use crate::error::RunError;
-use crate::job::{JobRequest, ProofKind};
-use crate::runner::{
-    CancelToken, JobPlan, PartitionProof, PartitionWork, PreparedJob, ProofOutput, ProofRunner, ProveContext, SrsRef,
+use cuzk_engine::{
+    on_urgent_lane, CancelToken, JobPlan, JobRequest, PartitionProof, PartitionWork, PreparedJob, ProofKind,
+    ProofOutput, ProofRunner, ProveContext, RunError, SrsRef,
 };
 
 /// Host bytes one partition's proof over parameters of `shape` holds at its peak, from its
@@ -86,9 +85,9 @@ impl FilecoinRunner {
     }
 
     /// Saves the proof types' compiled circuits in `dir` and finds them there after a
-    /// restart (see cuzk_filecoin::synthesis; process-wide).
+    /// restart (see crate::synthesis; process-wide).
     pub fn save_compiled_circuits_in(&self, dir: &Path) {
-        cuzk_filecoin::synthesis::set_compiled_dir(Some(dir.to_path_buf()));
+        crate::synthesis::set_compiled_dir(Some(dir.to_path_buf()));
     }
 
     /// "porep-2k" for the interactive and synthetic proofs of a 2 KiB sector (they share
@@ -314,8 +313,8 @@ impl PreparedJob for FilecoinJob {
     fn synthesize(&self, k: usize, cancel: &CancelToken) -> Result<PartitionWork, RunError> {
         cancel.check()?;
         let synthesize = || self.job.synthesize(k);
-        let made = if crate::runner::on_urgent_lane() {
-            cuzk_filecoin::synthesis::urgent(synthesize)
+        let made = if on_urgent_lane() {
+            crate::synthesis::urgent(synthesize)
         } else {
             synthesize()
         };
