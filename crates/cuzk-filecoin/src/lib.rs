@@ -19,8 +19,10 @@ pub mod c1;
 pub mod error;
 pub mod fixture;
 pub mod job;
+pub mod native_sha;
 pub mod params;
 pub mod porep;
+pub mod porep_circuit;
 pub mod post;
 pub mod shape_c1;
 pub mod snap;
@@ -30,6 +32,8 @@ pub mod vanilla_shape;
 pub use c1::{parse_c1, C1Error, C1Input};
 pub use error::ProofError;
 pub use job::{prove_job, Blinding, FinishTimings, JobTimings, ProofJob, SynthesisTimings};
-pub use porep::{prove_porep_c2, prove_porep_c2_with, prover_id_from_miner, verify_porep_c2, PoRepJob, SealCommit, SectorIdentity};
+pub use porep::{
+    prove_porep_c2, prove_porep_c2_with, prover_id_from_miner, verify_porep_c2, LabelHashing, PoRepJob, SealCommit, SectorIdentity,
+};
 pub use post::{PoStJob, PoStRequest};
 pub use snap::{SnapJob, SnapRequest};

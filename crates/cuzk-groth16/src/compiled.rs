@@ -472,6 +472,47 @@ impl<const RECORD: bool> ConstraintSystem<Scalar> for AssignmentCs<RECORD> {
         true
     }
 
+    /// A witness-only system says so, and takes values in bulk: gadgets that have a native
+    /// witness path (cuzk-filecoin's SHA-256) write their assignments in one block. A
+    /// recording one does not: its gadgets must run for their constraints.
+    fn is_witness_generator(&self) -> bool {
+        !RECORD
+    }
+
+    fn extend_inputs(&mut self, new_inputs: &[Scalar]) {
+        assert!(!RECORD, "a recording constraint system allocates through alloc_input");
+        self.inputs.extend_from_slice(new_inputs);
+    }
+
+    fn extend_aux(&mut self, new_aux: &[Scalar]) {
+        assert!(!RECORD, "a recording constraint system allocates through alloc");
+        self.aux.extend_from_slice(new_aux);
+    }
+
+    fn allocate_empty(&mut self, aux_n: usize, inputs_n: usize) -> (&mut [Scalar], &mut [Scalar]) {
+        assert!(!RECORD, "a recording constraint system allocates through alloc");
+        let (aux_at, inputs_at) = (self.aux.len(), self.inputs.len());
+        self.aux.resize(aux_at + aux_n, Scalar::ZERO);
+        self.inputs.resize(inputs_at + inputs_n, Scalar::ZERO);
+        (&mut self.aux[aux_at..], &mut self.inputs[inputs_at..])
+    }
+
+    fn allocate_empty_inputs(&mut self, n: usize) -> &mut [Scalar] {
+        self.allocate_empty(0, n).1
+    }
+
+    fn allocate_empty_aux(&mut self, n: usize) -> &mut [Scalar] {
+        self.allocate_empty(n, 0).0
+    }
+
+    fn inputs_slice(&self) -> &[Scalar] {
+        &self.inputs
+    }
+
+    fn aux_slice(&self) -> &[Scalar] {
+        &self.aux
+    }
+
     fn extend(&mut self, other: &Self) {
         if let (Some(mine), Some(theirs)) = (self.recorder.as_deref_mut(), other.recorder.as_deref()) {
             let ids = mine.dict.merge(&theirs.dict);
