@@ -6,6 +6,8 @@
 //!   synthetic and non-interactive), verified with filecoin-proofs before it is returned;
 //! - [`synthesis`]: partition circuits to witnesses through their compiled circuit (recorded
 //!   once per proof type), or the reference path;
+//! - [`porep_circuit`] and [`native_sha`]: the PoRep circuit's witness-only synthesis with
+//!   its labels' SHA-256 computed natively, allocations equal to the gadget's;
 //! - [`vanilla_shape`]: the shape a C1 output's vanilla proofs must have for their proof type,
 //!   checked by [`PoRepJob::new`] before any circuit is built;
 //! - [`shape_c1`]: shape-only C1 outputs (any sector size, 32 and 64 GiB included): a real
@@ -14,6 +16,8 @@
 //!
 //! Architecture invariant: circuits, public inputs, verification and the proof byte format
 //! come from filecoin-proofs and storage-proofs; the Groth16 proving is cuzk-groth16's.
+//! [`porep_circuit`] is a witness path for storage-proofs' PoRep circuit, not a circuit of
+//! its own: its recording equals storage-proofs' (checked by the tests).
 
 pub mod c1;
 pub mod error;

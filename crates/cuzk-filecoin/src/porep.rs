@@ -1,7 +1,8 @@
 //! PoRep commit phase 2 with cuzk's prover: the partition circuits of storage-proofs-porep,
 //! synthesized into [`PartitionWitness`]es and proved through a [`Backend`], output exactly
 //! as filecoin-proofs' `seal_commit_phase2` writes it, and verified with filecoin-proofs'
-//! `verify_seal` before it is returned.
+//! `verify_seal` before it is returned. Witness-only synthesis runs the same circuit through
+//! [`crate::porep_circuit`], whose labels' SHA-256 is computed natively ([`LabelHashing`]).
 
 
 use blstrs::Scalar as Fr;
