@@ -6,6 +6,8 @@
 //!   synthetic and non-interactive), verified with filecoin-proofs before it is returned;
 //! - [`synthesis`]: partition circuits to witnesses through their compiled circuit (recorded
 //!   once per proof type), or the reference path;
+//! - [`porep_circuit`] and [`native_sha`]: the PoRep circuit's witness-only synthesis with
+//!   its labels' SHA-256 computed natively, allocations equal to the gadget's;
 //! - [`vanilla_shape`]: the shape a C1 output's vanilla proofs must have for their proof type,
 //!   checked by [`PoRepJob::new`] before any circuit is built;
 //! - [`shape_c1`]: shape-only C1 outputs (any sector size, 32 and 64 GiB included): a real
@@ -16,13 +18,17 @@
 //!
 //! Architecture invariant: circuits, public inputs, verification and the proof byte format
 //! come from filecoin-proofs and storage-proofs; the Groth16 proving is cuzk-groth16's.
+//! [`porep_circuit`] is a witness path for storage-proofs' PoRep circuit, not a circuit of
+//! its own: its recording equals storage-proofs' (checked by the tests).
 
 pub mod c1;
 pub mod error;
 pub mod fixture;
 pub mod job;
+pub mod native_sha;
 pub mod params;
 pub mod porep;
+pub mod porep_circuit;
 pub mod post;
 pub mod runner;
 pub mod shape_c1;
@@ -33,7 +39,9 @@ pub mod vanilla_shape;
 pub use c1::{parse_c1, C1Error, C1Input};
 pub use error::ProofError;
 pub use job::{prove_job, Blinding, FinishTimings, JobTimings, ProofJob, SynthesisTimings};
-pub use porep::{prove_porep_c2, prove_porep_c2_with, prover_id_from_miner, verify_porep_c2, PoRepJob, SealCommit, SectorIdentity};
+pub use porep::{
+    prove_porep_c2, prove_porep_c2_with, prover_id_from_miner, verify_porep_c2, LabelHashing, PoRepJob, SealCommit, SectorIdentity,
+};
 pub use post::{PoStJob, PoStRequest};
 pub use runner::{partition_footprint, FilecoinRunner};
 pub use snap::{SnapJob, SnapRequest};

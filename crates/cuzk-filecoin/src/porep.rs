@@ -1,7 +1,8 @@
 //! PoRep commit phase 2 with cuzk's prover: the partition circuits of storage-proofs-porep,
 //! synthesized into [`PartitionWitness`]es and proved through a [`Backend`], output exactly
 //! as filecoin-proofs' `seal_commit_phase2` writes it, and verified with filecoin-proofs'
-//! `verify_seal` before it is returned.
+//! `verify_seal` before it is returned. Witness-only synthesis runs the same circuit through
+//! [`crate::porep_circuit`], whose labels' SHA-256 is computed natively ([`LabelHashing`]).
 
 
 use blstrs::Scalar as Fr;
@@ -134,8 +135,19 @@ impl PoRepJob {
         k: usize,
         path: crate::synthesis::SynthesisPath,
     ) -> Result<(PartitionWitness, SynthesisTimings, Option<usize>), ProofError> {
+        self.synthesize_unchecked_with(k, path, LabelHashing::from_env())
+    }
+
+    /// As [`PoRepJob::synthesize_unchecked`] with the labels' SHA-256 computed as `labels`
+    /// says (tests and benches compare the two; the witness is the same).
+    pub fn synthesize_unchecked_with(
+        &self,
+        k: usize,
+        path: crate::synthesis::SynthesisPath,
+        labels: LabelHashing,
+    ) -> Result<(PartitionWitness, SynthesisTimings, Option<usize>), ProofError> {
         check_partition(k, self.partitions())?;
-        self.shape.synthesize(k, path)
+        self.shape.synthesize(k, path, labels)
     }
 
     /// The key of this proof type's compiled circuit (see [`crate::synthesis`]).
@@ -180,6 +192,26 @@ impl ProofJob for SealCommit {
     }
 }
 
+/// How the compiled path's witness-only synthesis computes the labels' SHA-256 (the
+/// reference path always runs storage-proofs' circuit).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LabelHashing {
+    /// [`crate::porep_circuit`]: natively, with the gadget's allocations (the default).
+    Native,
+    /// storage-proofs' circuit and its SHA-256 gadget, as recorded.
+    Gadget,
+}
+
+impl LabelHashing {
+    /// `CUZK_NATIVE_SHA=0` gives [`LabelHashing::Gadget`] (comparisons); native otherwise.
+    pub fn from_env() -> LabelHashing {
+        match std::env::var("CUZK_NATIVE_SHA").as_deref() {
+            Ok("0") => LabelHashing::Gadget,
+            _ => LabelHashing::Native,
+        }
+    }
+}
+
 /// The sector-shape-specific part of a [`PoRepJob`] (filecoin-proofs' types are generic over
 /// the Merkle tree shape; this erases it).
 trait ShapeJob: Send + Sync {
@@ -189,6 +221,7 @@ trait ShapeJob: Send + Sync {
         &self,
         k: usize,
         path: crate::synthesis::SynthesisPath,
+        labels: LabelHashing,
     ) -> Result<(PartitionWitness, SynthesisTimings, Option<usize>), ProofError>;
     /// Partition proofs (concatenated) to output bytes: as they are, or aggregated (NI-PoRep).
     fn output(&self, proofs: Vec<u8>, c1: &SealCommitPhase1Output) -> Result<Vec<u8>, ProofError>;
@@ -279,41 +312,22 @@ impl<Tree: 'static + MerkleTreeTrait> ShapeJob for Shaped<Tree> {
         &self,
         k: usize,
         path: crate::synthesis::SynthesisPath,
+        labels: LabelHashing,
     ) -> Result<(PartitionWitness, SynthesisTimings, Option<usize>), ProofError> {
-        let make = || {
+        if labels == LabelHashing::Native && path != crate::synthesis::SynthesisPath::Reference {
+            return self.synthesize_circuits(k, path, |group| {
+                crate::porep_circuit::PoRepCircuit::new(&self.public_inputs, group)
+            });
+        }
+        self.synthesize_circuits(k, path, |group| {
             <Compound<Tree> as CompoundProof<Drg<Tree>, _>>::circuit(
                 &self.public_inputs,
                 Default::default(),
-                &self.vanilla[k],
+                &group.to_vec(),
                 &self.vanilla_params,
                 Some(k),
             )
-        };
-        // One circuit per challenge, for parallel synthesis: storage-proofs-porep 19
-        // synthesizes a partition's challenges one after the other, each in a top-level
-        // namespace "challenge_<i>" after the public values. Parts of one challenge each
-        // leave rayon free to balance them, also across partitions synthesized at once
-        // (18 challenges of a 32 GiB partition on 16 cores).
-        let challenges = &self.vanilla[k];
-        let groups = challenges.len().max(1);
-        let parts = || -> Result<Vec<_>, ProofError> {
-            challenges
-                .chunks(1)
-                .map(|group| {
-                    <Compound<Tree> as CompoundProof<Drg<Tree>, _>>::circuit(
-                        &self.public_inputs,
-                        Default::default(),
-                        &group.to_vec(),
-                        &self.vanilla_params,
-                        Some(k),
-                    )
-                    .map_err(|e| circuit_error(k, e))
-                })
-                .collect()
-        };
-        let pieces = (groups > 1 && parallel_witness())
-            .then_some(crate::synthesis::Pieces { marker: "challenge_", parts: &parts });
-        synthesize_partition(&circuit_key(self.proof_type), path, k, make, pieces)
+        })
     }
 
     fn output(&self, proofs: Vec<u8>, c1: &SealCommitPhase1Output) -> Result<Vec<u8>, ProofError> {
@@ -328,6 +342,30 @@ impl<Tree: 'static + MerkleTreeTrait> ShapeJob for Shaped<Tree> {
             bellperson::groth16::aggregate::AggregateVersion::V2,
         )
         .map_err(|e| ProofError::Aggregate(format!("{e:#}")))
+    }
+}
+
+impl<Tree: 'static + MerkleTreeTrait> Shaped<Tree> {
+    /// Partition `k` through the circuits `build` makes of a run of its challenge proofs:
+    /// the whole partition, and one circuit per challenge for parallel synthesis
+    /// (storage-proofs-porep 19 synthesizes a partition's challenges one after the other,
+    /// each in a top-level namespace "challenge_<i>" after the public values; parts of one
+    /// challenge each leave rayon free to balance them, also across partitions synthesized
+    /// at once: 18 challenges of a 32 GiB partition on 16 cores).
+    fn synthesize_circuits<C: bellpepper_core::Circuit<Fr> + Send>(
+        &self,
+        k: usize,
+        path: crate::synthesis::SynthesisPath,
+        build: impl Fn(&[stacked::Proof<Tree, DefaultPieceHasher>]) -> anyhow::Result<C> + Sync,
+    ) -> Result<(PartitionWitness, SynthesisTimings, Option<usize>), ProofError> {
+        let challenges = &self.vanilla[k];
+        let make = || build(challenges);
+        let parts = || -> Result<Vec<C>, ProofError> {
+            challenges.chunks(1).map(|group| build(group).map_err(|e| circuit_error(k, e))).collect()
+        };
+        let pieces = (challenges.len() > 1 && parallel_witness())
+            .then_some(crate::synthesis::Pieces { marker: "challenge_", parts: &parts });
+        synthesize_partition(&circuit_key(self.proof_type), path, k, make, pieces)
     }
 }
 

@@ -14,6 +14,10 @@
 //! key and content hash checked on load) and found there after a restart; a file of another
 //! version or circuit, truncated or corrupt, is reported and recorded over.
 //!
+//! A PoRep partition's witness-only synthesis runs `crate::porep_circuit` (storage-proofs'
+//! circuit with the labels' SHA-256 computed natively, the same witness);
+//! `CUZK_NATIVE_SHA=0` runs storage-proofs' circuit instead.
+//!
 //! `CUZK_SYNTHESIS=reference` selects the reference path (benches and comparisons).
 
 use std::collections::HashMap;

@@ -15,7 +15,7 @@ use cuzk_filecoin::shape_c1::{
     SHAPE_ONLY_FIELD, SHAPE_ONLY_NOTE,
 };
 use cuzk_filecoin::synthesis::SynthesisPath;
-use cuzk_filecoin::{parse_c1, C1Input, PoRepJob, ProofError};
+use cuzk_filecoin::{parse_c1, C1Input, LabelHashing, PoRepJob, ProofError};
 use filecoin_proofs_api::RegisteredSealProof::{self, *};
 
 /// A shape-only output written and read back as a C1 file is.
@@ -138,9 +138,10 @@ fn shape_only_small_outputs_pass_the_shape_check() {
 
 /// The compiled path against the reference for the other small proof types (synthetic
 /// PoRep, NI-PoRep's 13 partitions, 8 MiB): each type's circuit recorded on its partition
-/// 0, then its last partition synthesized both ways, witness-only with its challenges in
-/// parallel and on `WitnessCs`: a, b, c, assignments and densities equal (shape-only
-/// inputs: their witnesses are compared, never satisfied or proved).
+/// 0 through storage-proofs' circuit and through porep_circuit (equal recordings), then its
+/// last partition synthesized witness-only with its challenges in parallel (labels hashed
+/// natively, and by the gadget) and on `WitnessCs`: a, b, c, assignments and densities
+/// equal (shape-only inputs: their witnesses are compared, never satisfied or proved).
 #[test]
 fn compiled_witnesses_equal_the_reference_for_synthetic_ni_porep_and_8mib() {
     for proof in [
@@ -150,20 +151,36 @@ fn compiled_witnesses_equal_the_reference_for_synthetic_ni_porep_and_8mib() {
     ] {
         let (input, _) = shape_only_input(proof, 3);
         let job = PoRepJob::new(&input).unwrap_or_else(|e| panic!("{proof:?}: {e}"));
-        cuzk_filecoin::synthesis::clear_compiled();
         let last = job.partitions() - 1;
-        let (recorded, rt, _) = job.synthesize_unchecked(0, SynthesisPath::CompiledUnchecked).unwrap();
+        let key = job.circuit_key();
+        let synth = |k, labels| job.synthesize_unchecked_with(k, SynthesisPath::CompiledUnchecked, labels).unwrap();
+        // Recorded through storage-proofs' circuit, then through ours (porep_circuit, whose
+        // labels are hashed natively when witness-only): the same compiled circuit.
+        cuzk_filecoin::synthesis::clear_compiled();
+        let (_, gt, _) = synth(0, LabelHashing::Gadget);
+        assert_eq!(gt.run, Some(cuzk_filecoin::synthesis::SynthesisRun::Recorded), "{proof:?}");
+        let gadget_recording = cuzk_filecoin::synthesis::compiled_for(&key).unwrap();
+        cuzk_filecoin::synthesis::clear_compiled();
+        let (recorded, rt, _) = synth(0, LabelHashing::Native);
         assert_eq!(rt.run, Some(cuzk_filecoin::synthesis::SynthesisRun::Recorded), "{proof:?}");
+        let native_recording = cuzk_filecoin::synthesis::compiled_for(&key).unwrap();
+        assert!(*native_recording == *gadget_recording, "{proof:?}: porep_circuit's recording differs from storage-proofs'");
         let (reference0, _, _) = job.synthesize_unchecked(0, SynthesisPath::Reference).unwrap();
         assert!(recorded == reference0, "{proof:?}: the recording's witness differs from the reference");
-        let (fast, ft, bad) = job.synthesize_unchecked(last, SynthesisPath::CompiledUnchecked).unwrap();
-        assert_eq!(ft.run, Some(cuzk_filecoin::synthesis::SynthesisRun::Compiled), "{proof:?}");
-        let parts = ft.compiled.map_or(0, |c| c.parts);
-        assert!(parts > 1, "{proof:?}: the challenges were not synthesized apart ({parts} part)");
         let (reference, _, want_bad) = job.synthesize_unchecked(last, SynthesisPath::Reference).unwrap();
-        assert!(fast == reference, "{proof:?}: partition {last}'s compiled witness differs from the reference");
-        assert_eq!(bad, want_bad, "{proof:?}: the first unsatisfied constraint");
-        eprintln!("{proof:?}: {} partitions, partition {last} equal ({parts} parts)", job.partitions());
+        for labels in [LabelHashing::Native, LabelHashing::Gadget] {
+            let (fast, ft, bad) = synth(last, labels);
+            assert_eq!(ft.run, Some(cuzk_filecoin::synthesis::SynthesisRun::Compiled), "{proof:?} {labels:?}");
+            let parts = ft.compiled.map_or(0, |c| c.parts);
+            assert!(parts > 1, "{proof:?}: the challenges were not synthesized apart ({parts} part)");
+            assert!(fast == reference, "{proof:?} {labels:?}: partition {last}'s compiled witness differs from the reference");
+            assert_eq!(bad, want_bad, "{proof:?} {labels:?}: the first unsatisfied constraint");
+            eprintln!(
+                "{proof:?}: {} partitions, partition {last} equal ({parts} parts, labels {labels:?}, gadgets {:.3} s)",
+                job.partitions(),
+                ft.compiled.map_or(0.0, |c| c.assign.as_secs_f64())
+            );
+        }
     }
 }
 

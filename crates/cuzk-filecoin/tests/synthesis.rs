@@ -1,12 +1,14 @@
 //! The compiled-circuit path on the real 2 KiB PoRep partition against the reference
 //! (`PartitionWitness::synthesize`): the witness (a, b, c, assignments, densities) exactly
-//! equal when recorded and when witness-only, and a stale compiled circuit rebuilt, not used.
+//! equal when recorded and when witness-only, and a stale compiled circuit rebuilt, not used;
+//! the labels hashed natively (porep_circuit) or by storage-proofs' gadget, the recordings and
+//! witnesses equal.
 //! Proofs through the default (compiled) path are verified with filecoin-proofs by
 //! porep_2kib.rs.
 
 use cuzk_filecoin::fixture::{default_fixture_dir, ensure_fixture};
 use cuzk_filecoin::synthesis::{clear_compiled, compiled_for, install_compiled, set_compiled_dir, SynthesisPath, SynthesisRun};
-use cuzk_filecoin::{parse_c1, PoRepJob};
+use cuzk_filecoin::{parse_c1, LabelHashing, PoRepJob};
 
 #[test]
 fn compiled_porep_witness_equals_the_reference_and_a_stale_one_is_rebuilt() {
@@ -80,4 +82,25 @@ fn compiled_porep_witness_equals_the_reference_and_a_stale_one_is_rebuilt() {
     eprintln!("saved compiled circuit: {} ({len} bytes)", file.display());
     set_compiled_dir(None);
     std::fs::remove_dir_all(&dir).unwrap();
+
+    // The labels' SHA-256 (porep_circuit): storage-proofs' circuit with its gadget and ours
+    // (native when witness-only) record the same compiled circuit, and witness-only
+    // synthesis gives the reference witness either way, on either recording.
+    let key = job.circuit_key();
+    let with = |labels| job.synthesize_unchecked_with(0, SynthesisPath::Compiled, labels).unwrap();
+    clear_compiled();
+    let (gadget, tg, bad) = with(LabelHashing::Gadget);
+    assert_eq!((tg.run, bad), (Some(SynthesisRun::Recorded), None));
+    assert!(gadget == reference);
+    let gadget_recording = compiled_for(&key).unwrap();
+    for labels in [LabelHashing::Gadget, LabelHashing::Native] {
+        let (w, t, bad) = with(labels);
+        assert_eq!((t.run, bad), (Some(SynthesisRun::Compiled), None), "{labels:?}");
+        assert!(w == reference, "{labels:?}: the witness-only witness differs from the reference");
+    }
+    clear_compiled();
+    let (native, tn, bad) = with(LabelHashing::Native);
+    assert_eq!((tn.run, bad), (Some(SynthesisRun::Recorded), None));
+    assert!(native == reference);
+    assert!(*compiled_for(&key).unwrap() == *gadget_recording, "porep_circuit's recording differs from storage-proofs'");
 }

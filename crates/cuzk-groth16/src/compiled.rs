@@ -5,7 +5,11 @@
 //! - [`RecordingCs`] records assignments and the A, B and C rows of every constraint:
 //!   [`compile`], or [`compile_pieces`] for a circuit given as parts recorded in parallel.
 //! - [`WitnessOnlyCs`] records assignments only. Its `enforce` never calls the closures that
-//!   build linear combinations, which is where most of the synthesis time goes.
+//!   build linear combinations, which is where most of the synthesis time goes. It reports
+//!   itself a witness generator (`is_witness_generator`) and takes aux values in blocks
+//!   (`allocate_empty`, `extend_aux`), so that gadgets with a native witness path (the
+//!   PoRep labels' SHA-256 in cuzk-filecoin) take that path; a [`RecordingCs`] does not, so
+//!   it records the gadgets' own constraints.
 //! - [`CompiledCircuit::witness`] turns assignments into a [`PartitionWitness`] equal to
 //!   `WitnessCs`'s: a, b, c evaluated row by row in parallel, densities taken from the
 //!   recorded structure. A recording makes its own witness the same way, so the recorded
@@ -363,7 +367,7 @@ struct Mark {
 /// The constraint system of the compiled path: it records assignments, and with
 /// `RECORD` also every constraint's A, B and C rows (that is [`RecordingCs`]; without it,
 /// [`WitnessOnlyCs`], whose `enforce` never calls the closures that build linear
-/// combinations, where most of the synthesis time goes). With a marker, it notes the counts
+/// combinations, where most of the synthesis time goes, and which is a witness generator). With a marker, it notes the counts
 /// at the start of each top-level namespace whose name starts with the marker (see
 /// [`synthesize_compiled_pieces`]). Extensible: a sub-system made with `new()` records
 /// like its parent and joins it with `extend`.
@@ -470,6 +474,47 @@ impl<const RECORD: bool> ConstraintSystem<Scalar> for AssignmentCs<RECORD> {
 
     fn is_extensible() -> bool {
         true
+    }
+
+    /// A witness-only system says so, and takes values in bulk: gadgets that have a native
+    /// witness path (cuzk-filecoin's SHA-256) write their assignments in one block. A
+    /// recording one does not: its gadgets must run for their constraints.
+    fn is_witness_generator(&self) -> bool {
+        !RECORD
+    }
+
+    fn extend_inputs(&mut self, new_inputs: &[Scalar]) {
+        assert!(!RECORD, "a recording constraint system allocates through alloc_input");
+        self.inputs.extend_from_slice(new_inputs);
+    }
+
+    fn extend_aux(&mut self, new_aux: &[Scalar]) {
+        assert!(!RECORD, "a recording constraint system allocates through alloc");
+        self.aux.extend_from_slice(new_aux);
+    }
+
+    fn allocate_empty(&mut self, aux_n: usize, inputs_n: usize) -> (&mut [Scalar], &mut [Scalar]) {
+        assert!(!RECORD, "a recording constraint system allocates through alloc");
+        let (aux_at, inputs_at) = (self.aux.len(), self.inputs.len());
+        self.aux.resize(aux_at + aux_n, Scalar::ZERO);
+        self.inputs.resize(inputs_at + inputs_n, Scalar::ZERO);
+        (&mut self.aux[aux_at..], &mut self.inputs[inputs_at..])
+    }
+
+    fn allocate_empty_inputs(&mut self, n: usize) -> &mut [Scalar] {
+        self.allocate_empty(0, n).1
+    }
+
+    fn allocate_empty_aux(&mut self, n: usize) -> &mut [Scalar] {
+        self.allocate_empty(n, 0).0
+    }
+
+    fn inputs_slice(&self) -> &[Scalar] {
+        &self.inputs
+    }
+
+    fn aux_slice(&self) -> &[Scalar] {
+        &self.aux
     }
 
     fn extend(&mut self, other: &Self) {
