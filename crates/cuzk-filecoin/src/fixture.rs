@@ -141,11 +141,34 @@ fn refuse_production_dir(dir: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Makes (or reuses) the fixture for `sector_size` in `dir`. Points this process's
-/// filecoin-proofs at the fixture's parameter and parent directories.
+/// Makes (or reuses) the fixture for `sector_size` in `dir` (its [`fixture_proof`]). Points
+/// this process's filecoin-proofs at the fixture's parameter and parent directories.
 pub fn ensure_fixture(dir: &Path, sector_size: u64) -> Result<Fixture> {
+    ensure_fixture_of(dir, fixture_proof(sector_size)?)
+}
+
+/// The NI-PoRep 2 KiB proof type: 13 partitions. Its own parameters take 7-13 minutes to
+/// generate on 2 cores, so its fixture is made only when asked for.
+pub const NI_POREP_2KIB: RegisteredSealProof = RegisteredSealProof::StackedDrg2KiBV1_2_Feat_NonInteractivePoRep;
+
+/// Where the fixture of another proof type than its size's default is cached: beside the
+/// default one, named by the proof type.
+pub fn default_fixture_dir_of(proof: RegisteredSealProof) -> PathBuf {
+    let size = u64::from(proof.sector_size());
+    let base = default_fixture_dir(size);
+    if fixture_proof(size).is_ok_and(|p| p == proof) {
+        base
+    } else {
+        base.with_file_name(format!("{}-{proof:?}", human_size(size)))
+    }
+}
+
+/// As [`ensure_fixture`] for a given proof type of a fixture size (2 KiB or 8 MiB): for
+/// example [`NI_POREP_2KIB`].
+pub fn ensure_fixture_of(dir: &Path, proof: RegisteredSealProof) -> Result<Fixture> {
     refuse_production_dir(dir)?;
-    let proof = fixture_proof(sector_size)?;
+    let sector_size = u64::from(proof.sector_size());
+    fixture_proof(sector_size)?;
     fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let dir = fs::canonicalize(dir)?;
     let (params, parents) = (dir.join("params"), dir.join("parents"));
