@@ -10,7 +10,8 @@
 //! allocated, which are constants or copies, and in which order. What must stay true: the
 //! allocations, in order and value, and the constraint count of [`sha256`] equal the
 //! gadget's for every input, which the tests check on inputs with constant and allocated
-//! bits (`tests/native_sha.rs`).
+//! bits (`tests/native_sha.rs`). [`num_into_bits`] and [`hash_leaves_and_pack`] do the same
+//! for `AllocatedNum::to_bits_le` and filecoin-hashers' SHA-256 node hash (tree D).
 //!
 //! Every allocation of the gadget comes with one constraint (`AllocatedBit`'s boolean,
 //! xor, and, nor constraints; `ch`; `maj` and its `b and c`), and `MultiEq` adds one per

@@ -1,15 +1,16 @@
 //! storage-proofs-porep 19's stacked DRG circuit, rebuilt from the vanilla proofs so that
-//! witness-only synthesis can hash the labels natively ([`crate::native_sha`]).
+//! witness-only synthesis can hash the labels and tree D's path natively ([`crate::native_sha`]).
 //!
 //! [`PoRepCircuit`] takes the steps of storage-proofs' `StackedCircuit::synthesize` (the
 //! public values, comm_r = H(comm_c, comm_r_last), then each challenge in its top-level
 //! namespace `challenge_<i>`) and of its per-challenge `Proof::synthesize` (data leaf and
 //! tree D path, the parents' columns and tree C paths, the challenge as input, one label per
 //! layer, the encoding and tree R path, the column hash), calling the same public gadgets of
-//! storage-proofs, bellperson and filecoin-hashers in the same order. One step differs: in a
+//! storage-proofs, bellperson and filecoin-hashers in the same order. Two steps differ: in a
 //! constraint system that is a witness generator (cuzk's witness-only one), each label's
-//! SHA-256 and packing are computed natively, with the gadget's allocations; anywhere else
-//! (recording, the reference `WitnessCs`) storage-proofs' `create_label_circuit` runs. So
+//! SHA-256 and packing, and each level's SHA-256 of tree D's path ([`comm_d_inclusion`]), are
+//! computed natively, with the gadgets' allocations; anywhere else (recording, the reference
+//! `WitnessCs`) storage-proofs' `create_label_circuit` and `PoRCircuit` run. So
 //! the recorded matrices are storage-proofs' own, and the witness-only assignments equal the
 //! gadget's (both checked on the 2 KiB fixture and the shape-only circuits by the tests).
 //!
