@@ -7,7 +7,7 @@
 //! - [`synthesis`]: partition circuits to witnesses through their compiled circuit (recorded
 //!   once per proof type), or the reference path;
 //! - [`porep_circuit`] and [`native_sha`]: the PoRep circuit's witness-only synthesis with
-//!   its labels' SHA-256 computed natively, allocations equal to the gadget's;
+//!   its labels' and tree D paths' SHA-256 computed natively, allocations equal to the gadgets';
 //! - [`vanilla_shape`]: the shape a C1 output's vanilla proofs must have for their proof type,
 //!   checked by [`PoRepJob::new`] before any circuit is built;
 //! - [`shape_c1`]: shape-only C1 outputs (any sector size, 32 and 64 GiB included): a real

@@ -10,7 +10,8 @@
 //! allocated, which are constants or copies, and in which order. What must stay true: the
 //! allocations, in order and value, and the constraint count of [`sha256`] equal the
 //! gadget's for every input, which the tests check on inputs with constant and allocated
-//! bits (`tests/native_sha.rs`).
+//! bits (`tests/native_sha.rs`). [`num_into_bits`] and [`hash_leaves_and_pack`] do the same
+//! for `AllocatedNum::to_bits_le` and filecoin-hashers' SHA-256 node hash (tree D).
 //!
 //! Every allocation of the gadget comes with one constraint (`AllocatedBit`'s boolean,
 //! xor, and, nor constraints; `ch`; `maj` and its `b and c`), and `MultiEq` adds one per
@@ -340,8 +341,45 @@ pub fn sha256(al: &mut Allocations, input: &[Bit]) -> Vec<Bit> {
 /// 1216-byte layout), its bits renumbered within each byte and the first `Fr::CAPACITY`
 /// packed into one allocated number, as `multipack::pack_bits` does. Everything the gadget
 /// allocates is written to `cs`, then the number.
-pub fn hash_and_pack<CS: ConstraintSystem<Fr>>(mut cs: CS, input: &[Bit]) -> Result<AllocatedNum<Fr>, SynthesisError> {
-    let mut al = Allocations { values: Vec::with_capacity(600_000), constraints: 0 };
+pub fn hash_and_pack<CS: ConstraintSystem<Fr>>(cs: CS, input: &[Bit]) -> Result<AllocatedNum<Fr>, SynthesisError> {
+    hash_and_pack_after(cs, Allocations::default(), input)
+}
+
+/// filecoin-hashers' `Sha256Function::hash_multi_leaf_circuit` (and so `hash2_circuit` of
+/// two leaves), natively: each leaf's `AllocatedNum::to_bits_le` ([`num_into_bits`]), the
+/// bits padded to whole bytes and renumbered within each byte, then [`hash_and_pack`]'s
+/// hash and packing. The same allocations, in the same order, as the gadgets.
+pub fn hash_leaves_and_pack<CS: ConstraintSystem<Fr>>(cs: CS, leaves: &[Fr]) -> Result<AllocatedNum<Fr>, SynthesisError> {
+    let mut al = Allocations::default();
+    let mut input = Vec::with_capacity(leaves.len() * 256);
+    for &leaf in leaves {
+        let mut bits = num_into_bits(&mut al, leaf);
+        while bits.len() % 8 != 0 {
+            bits.push(Bit::Constant(false));
+        }
+        input.extend(bits.chunks_exact(8).flat_map(|byte| byte.iter().rev()));
+    }
+    hash_and_pack_after(cs, al, &input)
+}
+
+/// `AllocatedNum::to_bits_le`: the value's `Fr::NUM_BITS` low bits, least significant first,
+/// each an allocated bit with its boolean constraint, and then the unpacking constraint.
+pub fn num_into_bits(al: &mut Allocations, value: Fr) -> Vec<Bit> {
+    let repr = value.to_repr();
+    let bits = (0..Fr::NUM_BITS as usize).map(|i| al.bit((repr.as_ref()[i / 8] >> (i % 8)) & 1 == 1)).collect();
+    al.constraints += 1;
+    bits
+}
+
+/// SHA-256 of `input` with `al` (what the gadgets allocated before the hash) and the
+/// packing: all of it written to `cs`, then the packed number.
+fn hash_and_pack_after<CS: ConstraintSystem<Fr>>(
+    mut cs: CS,
+    mut al: Allocations,
+    input: &[Bit],
+) -> Result<AllocatedNum<Fr>, SynthesisError> {
+    // About 30,000 allocations per block of the message and its padding.
+    al.values.reserve((input.len() / 512 + 1) * 30_000);
     let digest = sha256(&mut al, input);
     al.write(&mut cs)?;
     let value = pack_le_bytes(&digest);

@@ -2,7 +2,8 @@
 //! synthesized into [`PartitionWitness`]es and proved through a [`Backend`], output exactly
 //! as filecoin-proofs' `seal_commit_phase2` writes it, and verified with filecoin-proofs'
 //! `verify_seal` before it is returned. Witness-only synthesis runs the same circuit through
-//! [`crate::porep_circuit`], whose labels' SHA-256 is computed natively ([`LabelHashing`]).
+//! [`crate::porep_circuit`], whose labels' and tree D path's SHA-256 are computed natively
+//! ([`LabelHashing`]).
 
 
 use blstrs::Scalar as Fr;
@@ -192,13 +193,13 @@ impl ProofJob for SealCommit {
     }
 }
 
-/// How the compiled path's witness-only synthesis computes the labels' SHA-256 (the
-/// reference path always runs storage-proofs' circuit).
+/// How the compiled path's witness-only synthesis computes the SHA-256 of the labels and
+/// of tree D's inclusion paths (the reference path always runs storage-proofs' circuit).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LabelHashing {
     /// [`crate::porep_circuit`]: natively, with the gadget's allocations (the default).
     Native,
-    /// storage-proofs' circuit and its SHA-256 gadget, as recorded.
+    /// storage-proofs' circuit and its SHA-256 gadgets, as recorded.
     Gadget,
 }
 

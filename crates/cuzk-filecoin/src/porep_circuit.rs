@@ -1,15 +1,16 @@
 //! storage-proofs-porep 19's stacked DRG circuit, rebuilt from the vanilla proofs so that
-//! witness-only synthesis can hash the labels natively ([`crate::native_sha`]).
+//! witness-only synthesis can hash the labels and tree D's path natively ([`crate::native_sha`]).
 //!
 //! [`PoRepCircuit`] takes the steps of storage-proofs' `StackedCircuit::synthesize` (the
 //! public values, comm_r = H(comm_c, comm_r_last), then each challenge in its top-level
 //! namespace `challenge_<i>`) and of its per-challenge `Proof::synthesize` (data leaf and
 //! tree D path, the parents' columns and tree C paths, the challenge as input, one label per
 //! layer, the encoding and tree R path, the column hash), calling the same public gadgets of
-//! storage-proofs, bellperson and filecoin-hashers in the same order. One step differs: in a
+//! storage-proofs, bellperson and filecoin-hashers in the same order. Two steps differ: in a
 //! constraint system that is a witness generator (cuzk's witness-only one), each label's
-//! SHA-256 and packing are computed natively, with the gadget's allocations; anywhere else
-//! (recording, the reference `WitnessCs`) storage-proofs' `create_label_circuit` runs. So
+//! SHA-256 and packing, and each level's SHA-256 of tree D's path ([`comm_d_inclusion`]), are
+//! computed natively, with the gadgets' allocations; anywhere else (recording, the reference
+//! `WitnessCs`) storage-proofs' `create_label_circuit` and `PoRCircuit` run. So
 //! the recorded matrices are storage-proofs' own, and the witness-only assignments equal the
 //! gadget's (both checked on the 2 KiB fixture and the shape-only circuits by the tests).
 //!
@@ -19,17 +20,20 @@
 //! [`crate::vanilla_shape`] does.
 
 use anyhow::ensure;
-use bellpepper_core::boolean::Boolean;
+use std::any::TypeId;
+
+use bellpepper_core::boolean::{AllocatedBit, Boolean};
 use bellpepper_core::num::AllocatedNum;
 use bellpepper_core::{Circuit, ConstraintSystem, SynthesisError};
-use bellperson::gadgets::uint32::UInt32;
+use bellperson::gadgets::{multipack, uint32::UInt32};
 use blstrs::Scalar as Fr;
 use filecoin_hashers::poseidon::PoseidonHasher;
+use filecoin_hashers::sha256::Sha256Hasher;
 use filecoin_hashers::{HashFunction, Hasher, PoseidonArity};
 use generic_array::typenum::{U0, U11, U2};
 use serde::Deserialize;
 use storage_proofs_core::gadgets::por::{AuthPath, PoRCircuit};
-use storage_proofs_core::gadgets::{constraint, encode::encode, uint64::UInt64, variables::Root};
+use storage_proofs_core::gadgets::{constraint, encode::encode, insertion::insert, uint64::UInt64, variables::Root};
 use storage_proofs_core::merkle::{DiskStore, MerkleProof, MerkleProofTrait, MerkleTreeTrait, MerkleTreeWrapper};
 use storage_proofs_core::util::reverse_bit_numbering;
 use storage_proofs_porep::stacked::{self, create_label_circuit, TOTAL_PARENTS};
@@ -93,7 +97,11 @@ struct Column<Tree: MerkleTreeTrait> {
 /// One challenge's values, as storage-proofs' circuit holds them.
 struct Challenge<Tree: MerkleTreeTrait, G: Hasher> {
     data_leaf: Fr,
-    comm_d_path: AuthPath<G, U2, U0, U0>,
+    /// Tree D's path as `MerkleProof::as_options` gives it: per level, the sibling and
+    /// the node's index in its pair.
+    comm_d_path: PathOptions,
+    /// Tree D's hasher.
+    hasher: std::marker::PhantomData<G>,
     node: u64,
     comm_r_last_path: TreePath<Tree>,
     comm_c_path: TreePath<Tree>,
@@ -148,7 +156,8 @@ impl<Tree: 'static + MerkleTreeTrait, G: 'static + Hasher> Challenge<Tree, G> {
         let node = private.labeling_proofs.first().ok_or_else(|| anyhow::anyhow!("no labeling proofs"))?.node;
         Ok(Challenge {
             data_leaf: proof.comm_d_proofs.leaf().into(),
-            comm_d_path: proof.comm_d_proofs.as_options().into(),
+            comm_d_path: proof.comm_d_proofs.as_options(),
+            hasher: std::marker::PhantomData,
             node,
             comm_r_last_path: proof.comm_r_last_proof.as_options().into(),
             comm_c_path: openings.c_x.inclusion_proof.as_options().into(),
@@ -198,7 +207,7 @@ impl<Tree: 'static + MerkleTreeTrait, G: 'static + Hasher> Challenge<Tree, G> {
     ) -> Result<(), SynthesisError> {
         assert!(!self.drg_parents.is_empty() && !self.exp_parents.is_empty());
         let data_leaf = AllocatedNum::alloc(cs.namespace(|| "data_leaf"), || Ok(self.data_leaf))?;
-        inclusion::<G, U2, U0, U0, _>(cs.namespace(|| "comm_d_inclusion"), self.comm_d_path, roots.comm_d, &data_leaf)?;
+        comm_d_inclusion::<G, _>(cs.namespace(|| "comm_d_inclusion"), self.comm_d_path, roots.comm_d, &data_leaf)?;
 
         let layers = self.drg_parents[0].rows.len();
         let columns = |cs: &mut CS, parents: Vec<Column<Tree>>, kind: &str| -> Result<Vec<Vec<AllocatedNum<Fr>>>, SynthesisError> {
@@ -302,6 +311,41 @@ where
         Root::from_allocated::<CS>(root.clone()),
         true,
     )
+}
+
+/// A Merkle path as `MerkleProof::as_options` gives it: per level, the siblings and the
+/// node's index among them.
+pub type PathOptions = Vec<(Vec<Option<Fr>>, Option<usize>)>;
+
+/// The inclusion of `leaf` under `root` in tree D (binary, hashed with `G`), with the path
+/// private: storage-proofs' `PoRCircuit`, except that in a witness generator with `G` the
+/// SHA-256 hasher each level's hash is computed natively ([`native_sha::hash_leaves_and_pack`])
+/// after the same index bit, sibling and insertion gadgets, so that the allocations are
+/// `PoRCircuit`'s in value and order, and the path's bits are packed into the same input.
+pub fn comm_d_inclusion<G: 'static + Hasher, CS: ConstraintSystem<Fr>>(
+    mut cs: CS,
+    path: PathOptions,
+    root: &AllocatedNum<Fr>,
+    leaf: &AllocatedNum<Fr>,
+) -> Result<(), SynthesisError> {
+    if !cs.is_witness_generator() || TypeId::of::<G>() != TypeId::of::<Sha256Hasher>() {
+        return inclusion::<G, U2, U0, U0, _>(cs, path.into(), root, leaf);
+    }
+    let value = |n: &AllocatedNum<Fr>| n.get_value().ok_or(SynthesisError::AssignmentMissing);
+    let mut cur = leaf.clone();
+    let mut index_bits = Vec::with_capacity(path.len());
+    for (level, (siblings, index)) in path.into_iter().enumerate() {
+        let [sibling] = siblings[..] else { panic!("tree D level {level} has {} siblings, not 1", siblings.len()) };
+        let mut cs = cs.namespace(|| format!("level {level}"));
+        let bit = Boolean::from(AllocatedBit::alloc(cs.namespace(|| "index bit"), index.map(|i| i & 1 == 1))?);
+        let sibling = AllocatedNum::alloc(cs.namespace(|| "sibling"), || sibling.ok_or(SynthesisError::AssignmentMissing))?;
+        let pair = insert(&mut cs, &cur, std::slice::from_ref(&bit), &[sibling])?;
+        cur = native_sha::hash_leaves_and_pack(cs.namespace(|| "hash"), &[value(&pair[0])?, value(&pair[1])?])?;
+        index_bits.push(bit);
+    }
+    multipack::pack_into_inputs(cs.namespace(|| "path"), &index_bits)?;
+    constraint::equal(&mut cs, || "root", &cur, root);
+    Ok(())
 }
 
 /// One layer's label of the challenged node: natively in a witness generator, else

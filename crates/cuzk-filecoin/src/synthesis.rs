@@ -15,7 +15,7 @@
 //! version or circuit, truncated or corrupt, is reported and recorded over.
 //!
 //! A PoRep partition's witness-only synthesis runs `crate::porep_circuit` (storage-proofs'
-//! circuit with the labels' SHA-256 computed natively, the same witness);
+//! circuit with the labels' and tree D's SHA-256 computed natively, the same witness);
 //! `CUZK_NATIVE_SHA=0` runs storage-proofs' circuit instead.
 //!
 //! `CUZK_SYNTHESIS=reference` selects the reference path (benches and comparisons).

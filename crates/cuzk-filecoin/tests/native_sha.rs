@@ -5,7 +5,9 @@
 //! (aux values in order, counts, a, b, c) and satisfy the recorded constraints. Inputs mix
 //! allocated, negated and constant bits, at lengths on both sides of the padding limits,
 //! and the label layout goes through `porep_circuit::label` against storage-proofs'
-//! `create_label_circuit`. The digest itself is checked against the sha2 crate.
+//! `create_label_circuit`; tree D's inclusion goes through `porep_circuit::comm_d_inclusion`
+//! against storage-proofs' `PoRCircuit`, on paths of several heights that go left, right
+//! and both. The digest itself is checked against the sha2 crate.
 
 use bellpepper_core::boolean::{AllocatedBit, Boolean};
 use bellpepper_core::num::AllocatedNum;
@@ -76,6 +78,40 @@ impl Circuit<Fr> for LabelCircuit {
     }
 }
 
+/// A leaf of tree D, its path and root: the inclusion under the root, which is inputized
+/// like comm_d.
+struct TreeDCircuit {
+    leaf: Fr,
+    path: cuzk_filecoin::porep_circuit::PathOptions,
+    root: Fr,
+}
+
+impl Circuit<Fr> for TreeDCircuit {
+    fn synthesize<CS: ConstraintSystem<Fr>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
+        let root = AllocatedNum::alloc(cs.namespace(|| "root"), || Ok(self.root))?;
+        root.inputize(cs.namespace(|| "root input"))?;
+        let leaf = AllocatedNum::alloc(cs.namespace(|| "leaf"), || Ok(self.leaf))?;
+        cuzk_filecoin::porep_circuit::comm_d_inclusion::<filecoin_hashers::sha256::Sha256Hasher, _>(
+            cs.namespace(|| "comm_d_inclusion"),
+            self.path,
+            &root,
+            &leaf,
+        )
+    }
+}
+
+/// Tree D's node hash, by the sha2 crate: SHA-256 of the two 32-byte little-endian values,
+/// its top two bits cleared.
+fn sha256_node(left: Fr, right: Fr) -> Fr {
+    use sha2::Digest;
+    let mut h = sha2::Sha256::new();
+    h.update(left.to_bytes_le());
+    h.update(right.to_bytes_le());
+    let mut out: [u8; 32] = h.finalize().into();
+    out[31] &= 0x3f;
+    Fr::from_bytes_le(&out).unwrap()
+}
+
 /// Recorded through the gadget, then witness-only through the native path: equal to the
 /// reference and satisfied.
 fn assert_native_equals_gadget<C: Circuit<Fr> + Send>(make: impl Fn() -> C, what: &str) {
@@ -114,6 +150,39 @@ fn native_label_witness_equals_create_label_circuit() {
         assert_native_equals_gadget(
             || LabelCircuit { replica_id, parents: parents.clone(), layer, node },
             &format!("label of layer {layer}, node {node}"),
+        );
+    }
+}
+
+#[test]
+fn native_tree_d_inclusion_witness_equals_por_circuit() {
+    use ff::Field;
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
+    let mut field = |full: bool| {
+        if full {
+            return Fr::random(&mut rng);
+        }
+        let mut bytes = [0u8; 32];
+        rng.fill(&mut bytes);
+        bytes[31] &= 0x3f;
+        Fr::from_bytes_le(&bytes).unwrap()
+    };
+    // (height, the node's index): all left, all right, alternating, mixed.
+    for (height, node) in [(1usize, 0usize), (1, 1), (2, 2), (3, 0b101), (5, 0b11111), (5, 0), (11, 0b101_1001_1100)] {
+        // One leaf and one sibling from the whole field (its bit 254 may be set), the
+        // others 254-bit values as tree D holds them.
+        let leaf = field(height == 5);
+        let mut cur = leaf;
+        let mut path = Vec::new();
+        for level in 0..height {
+            let sibling = field(level == 1);
+            let right = (node >> level) & 1 == 1;
+            cur = if right { sha256_node(sibling, cur) } else { sha256_node(cur, sibling) };
+            path.push((vec![Some(sibling)], Some(usize::from(right))));
+        }
+        assert_native_equals_gadget(
+            || TreeDCircuit { leaf, path: path.clone(), root: cur },
+            &format!("tree D path of height {height}, node {node:#b}"),
         );
     }
 }
