@@ -353,13 +353,19 @@ pub fn hash_leaves_and_pack<CS: ConstraintSystem<Fr>>(cs: CS, leaves: &[Fr]) -> 
     let mut al = Allocations::default();
     let mut input = Vec::with_capacity(leaves.len() * 256);
     for &leaf in leaves {
-        let mut bits = num_into_bits(&mut al, leaf);
-        while bits.len() % 8 != 0 {
-            bits.push(Bit::Constant(false));
-        }
-        input.extend(bits.chunks_exact(8).flat_map(|byte| byte.iter().rev()));
+        input.extend(renumbered_bits(&mut al, leaf));
     }
     hash_and_pack_after(cs, al, &input)
+}
+
+/// storage-proofs' `reverse_bit_numbering(num.to_bits_le(..))`, natively: the value's
+/// [`num_into_bits`], padded with constant zeros to whole bytes, each byte's bits reversed.
+pub fn renumbered_bits(al: &mut Allocations, value: Fr) -> Vec<Bit> {
+    let mut bits = num_into_bits(al, value);
+    while bits.len() % 8 != 0 {
+        bits.push(Bit::Constant(false));
+    }
+    bits.chunks_exact(8).flat_map(|byte| byte.iter().rev().copied()).collect()
 }
 
 /// `AllocatedNum::to_bits_le`: the value's `Fr::NUM_BITS` low bits, least significant first,
@@ -373,7 +379,7 @@ pub fn num_into_bits(al: &mut Allocations, value: Fr) -> Vec<Bit> {
 
 /// SHA-256 of `input` with `al` (what the gadgets allocated before the hash) and the
 /// packing: all of it written to `cs`, then the packed number.
-fn hash_and_pack_after<CS: ConstraintSystem<Fr>>(
+pub fn hash_and_pack_after<CS: ConstraintSystem<Fr>>(
     mut cs: CS,
     mut al: Allocations,
     input: &[Bit],

@@ -244,27 +244,28 @@ impl<Tree: 'static + MerkleTreeTrait, G: 'static + Hasher> Challenge<Tree, G> {
         let mut labels = Vec::with_capacity(layers);
         for layer in 1..=layers {
             let mut cs = cs.namespace(|| format!("labeling_{layer}"));
-            let mut parents = Vec::with_capacity(drg.len() + exp.len());
             // Expander columns hold no first-layer row: layer l's value is row l - 1.
             let rows = drg.iter().map(|c| &c[layer - 1]).chain(exp.iter().filter(|_| layer > 1).map(|c| &c[layer - 2]));
+            if cs.is_witness_generator() {
+                // The parents' bit decompositions natively too, their allocations ahead
+                // of the hash's as the gadgets make them.
+                let mut al = native_sha::Allocations::default();
+                let mut parents = Vec::with_capacity(drg.len() + exp.len());
+                for row in rows {
+                    let v = row.get_value().ok_or(SynthesisError::AssignmentMissing)?;
+                    parents.push(native_sha::renumbered_bits(&mut al, v));
+                }
+                let replica: Vec<Bit> = replica_id.iter().map(Bit::of).collect::<Result<_, _>>()?;
+                let input = label_input(&replica, &expand_parents(parents, layer), layer as u32, &node)?;
+                labels.push(native_sha::hash_and_pack_after(cs.namespace(|| "create_label"), al, &input)?);
+                continue;
+            }
+            let mut parents = Vec::with_capacity(drg.len() + exp.len());
             for row in rows {
                 let bits = row.to_bits_le(cs.namespace(|| format!("parent_{}_bits", parents.len())))?;
                 parents.push(reverse_bit_numbering(bits));
             }
-            // The hash's parents, repeated as storage-proofs repeats them: on layer 1 (DRG
-            // parents only) six times and the first once more, on later layers twice and
-            // then the first nine.
-            let mut expanded = parents.clone();
-            if layer > 1 {
-                expanded.extend_from_slice(&parents);
-                expanded.extend_from_slice(&parents[..9]);
-            } else {
-                for _ in 0..5 {
-                    expanded.extend_from_slice(&parents);
-                }
-                expanded.push(parents[0].clone());
-            }
-            labels.push(label(cs.namespace(|| "create_label"), replica_id, expanded, layer as u32, &node)?);
+            labels.push(label(cs.namespace(|| "create_label"), replica_id, expand_parents(parents, layer), layer as u32, &node)?);
         }
 
         let key = labels.last().expect("at least one layer");
@@ -361,6 +362,31 @@ pub fn label<CS: ConstraintSystem<Fr>>(
     if !cs.is_witness_generator() {
         return create_label_circuit(cs, replica_id, parents, UInt32::constant(layer), node.clone());
     }
+    let replica: Vec<Bit> = replica_id.iter().map(Bit::of).collect::<Result<_, _>>()?;
+    let parents: Vec<Vec<Bit>> =
+        parents.iter().map(|p| p.iter().map(Bit::of).collect::<Result<_, _>>()).collect::<Result<_, _>>()?;
+    native_sha::hash_and_pack(cs.namespace(|| "hash"), &label_input(&replica, &parents, layer, node)?)
+}
+
+/// The hash's parents, repeated as storage-proofs repeats them: on layer 1 (DRG parents
+/// only) six times and the first once more, on later layers twice and then the first nine.
+fn expand_parents<T: Clone>(parents: Vec<T>, layer: usize) -> Vec<T> {
+    let mut expanded = parents.clone();
+    if layer > 1 {
+        expanded.extend_from_slice(&parents);
+        expanded.extend_from_slice(&parents[..9]);
+    } else {
+        for _ in 0..5 {
+            expanded.extend_from_slice(&parents);
+        }
+        expanded.push(parents[0].clone());
+    }
+    expanded
+}
+
+/// `create_label_circuit`'s hash input: replica id (32 bytes), layer index and node (padded
+/// to 32 bytes), then each parent's 32.
+fn label_input(replica_id: &[Bit], parents: &[Vec<Bit>], layer: u32, node: &UInt64) -> Result<Vec<Bit>, SynthesisError> {
     assert!((32..=256).contains(&replica_id.len()), "replica id of {} bits", replica_id.len());
     assert_eq!(parents.len(), TOTAL_PARENTS);
     let pad_to = |bits: &mut Vec<Bit>, multiple: usize| {
@@ -369,21 +395,17 @@ pub fn label<CS: ConstraintSystem<Fr>>(
         }
     };
     let mut input = Vec::with_capacity((2 + TOTAL_PARENTS) * 256);
-    for b in replica_id {
-        input.push(Bit::of(b)?);
-    }
+    input.extend_from_slice(replica_id);
     pad_to(&mut input, 256);
     input.extend((0..32).rev().map(|i| Bit::Constant((layer >> i) & 1 == 1)));
     for b in &node.to_bits_be() {
         input.push(Bit::of(b)?);
     }
     pad_to(&mut input, 512);
-    for parent in &parents {
-        for b in parent {
-            input.push(Bit::of(b)?);
-        }
+    for parent in parents {
+        input.extend_from_slice(parent);
         pad_to(&mut input, 256);
     }
     assert_eq!(input.len(), (2 + TOTAL_PARENTS) * 256);
-    native_sha::hash_and_pack(cs.namespace(|| "hash"), &input)
+    Ok(input)
 }
