@@ -24,6 +24,7 @@ use filecoin_proofs_api::{RegisteredSealProof, SectorId, UnpaddedBytesAmount};
 use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 use serde::{Deserialize, Serialize};
+use storage_proofs_core::api_version::ApiFeature;
 use storage_proofs_core::compound_proof::CompoundProof;
 use storage_proofs_core::merkle::MerkleTreeTrait;
 use storage_proofs_porep::stacked::{StackedCompound, StackedDrg};
@@ -175,6 +176,11 @@ pub fn ensure_fixture_of(dir: &Path, proof: RegisteredSealProof) -> Result<Fixtu
     fs::create_dir_all(&params)?;
     fs::create_dir_all(&parents)?;
     use_proof_dirs(&params, Some(&parents))?;
+    if proof.as_v1_config().feature_enabled(ApiFeature::NonInteractivePoRep) {
+        // NI-PoRep aggregates its partition proofs: the inner-product SRS too (read when
+        // present; a test one written when not).
+        with_shape!(sector_size, ensure_aggregation_srs, &proof.as_v1_config())?;
+    }
 
     if let Some(f) = load_valid(&dir, proof)? {
         return Ok(f);
@@ -253,6 +259,25 @@ fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     let tmp = path.with_extension("tmp");
     fs::write(&tmp, bytes).with_context(|| format!("writing {}", tmp.display()))?;
     fs::rename(&tmp, path).with_context(|| format!("renaming to {}", path.display()))?;
+    Ok(())
+}
+
+/// Proofs a test inner-product SRS serves (filecoin-proofs pads the proofs it aggregates
+/// to a power of two; NI-PoRep 2 KiB aggregates 13, so 16).
+const TEST_SRS_PROOFS: usize = 64;
+
+/// The inner-product SRS that NI-PoRep's aggregation reads (`v28-fil-inner-product-v1.srs` in
+/// the parameter directory): from the directory when it is there, else generated through
+/// storage-proofs' own cache with random powers (test use only; production hosts have the
+/// trusted setup's file).
+fn ensure_aggregation_srs<Tree: 'static + MerkleTreeTrait>(config: &PoRepConfig) -> Result<()> {
+    let pp = public_params::<Tree>(config)?;
+    type Compound<Tree> = StackedCompound<Tree, DefaultPieceHasher>;
+    <Compound<Tree> as CompoundProof<StackedDrg<'_, Tree, DefaultPieceHasher>, _>>::srs_key(
+        Some(&mut rand::rngs::OsRng),
+        &pp,
+        TEST_SRS_PROOFS,
+    )?;
     Ok(())
 }
 

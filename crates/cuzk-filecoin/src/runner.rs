@@ -13,6 +13,7 @@ use crate::{
     SectorIdentity, SnapJob, SnapRequest,
 };
 use cuzk_groth16::{Srs, SrsShape};
+use storage_proofs_core::api_version::ApiFeature;
 use filecoin_proofs_api::{RegisteredPoStProof, RegisteredSealProof, RegisteredUpdateProof};
 
 use cuzk_engine::{
@@ -136,6 +137,27 @@ impl FilecoinRunner {
         })
     }
 
+    /// NI-PoRep aggregates its partition proofs with the inner-product SRS from the trusted
+    /// setup (`v28-fil-inner-product-v1.srs` beside the parameters): refused at plan, in
+    /// milliseconds and naming the file, rather than after every partition is proved.
+    fn check_aggregation_srs(&self, proof: RegisteredSealProof) -> Result<(), RunError> {
+        if !proof.as_v1_config().feature_enabled(ApiFeature::NonInteractivePoRep) {
+            return Ok(());
+        }
+        let path = storage_proofs_core::parameter_cache::parameter_cache_srs_key_path("", 0);
+        let name = path.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+        let expected = self.param_dir.join(&name);
+        if expected.is_file() {
+            Ok(())
+        } else {
+            Err(RunError::Params(format!(
+                "{proof:?} aggregates its partition proofs with the inner-product SRS, and {} is \
+                 missing (fetch it with the proof parameters)",
+                expected.display()
+            )))
+        }
+    }
+
     /// A request's sector_size against its proof type's (0: take the type's, as Curio's
     /// proofshare requests do).
     fn check_sector_size(request: &JobRequest, size: u64, typed: Typed) -> Result<(), RunError> {
@@ -247,6 +269,9 @@ impl ProofRunner for FilecoinRunner {
     fn plan(&self, request: &JobRequest) -> Result<JobPlan, RunError> {
         let (typed, partitions) = Self::typed(request)?;
         let srs = self.srs_ref(typed)?;
+        if let Typed::Seal(p) = typed {
+            self.check_aggregation_srs(p)?;
+        }
         let shape = Srs::shape(&srs.path).map_err(|e| RunError::Params(e.to_string()))?;
         Ok(JobPlan {
             partitions,
@@ -358,6 +383,23 @@ mod tests {
         assert!(matches!(e, RunError::Prove(_)), "{e}");
         let e = prove_error(ProofError::Unsatisfied { partition: 0, constraint: 7 }, &cancel);
         assert!(matches!(e, RunError::BadRequest(_)), "{e}");
+    }
+
+    /// NI-PoRep without the inner-product SRS is refused at plan, naming the file; with it,
+    /// and for interactive PoRep, it passes.
+    #[test]
+    fn ni_porep_without_the_aggregation_srs_is_refused_naming_the_file() {
+        let dir = std::env::temp_dir().join(format!("cuzk-srs-check-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let runner = FilecoinRunner { param_dir: dir.clone() };
+        let ni = P::StackedDrg2KiBV1_2_Feat_NonInteractivePoRep;
+        let e = runner.check_aggregation_srs(ni).unwrap_err().to_string();
+        let file = dir.join("v28-fil-inner-product-v1.srs");
+        assert!(e.contains(&file.display().to_string()) && e.contains("inner-product SRS"), "{e}");
+        runner.check_aggregation_srs(P::StackedDrg2KiBV1_1).unwrap();
+        std::fs::write(&file, b"").unwrap();
+        runner.check_aggregation_srs(ni).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
