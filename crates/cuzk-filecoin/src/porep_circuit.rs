@@ -268,7 +268,7 @@ impl<Tree: 'static + MerkleTreeTrait, G: 'static + Hasher> Challenge<Tree, G> {
             labels.push(label(cs.namespace(|| "create_label"), replica_id, expand_parents(parents, layer), layer as u32, &node)?);
         }
 
-        let key = labels.last().expect("at least one layer");
+        let key = labels.last().ok_or(SynthesisError::Unsatisfiable)?;
         let encoded = encode(cs.namespace(|| "encode_node"), key, &data_leaf)?;
         inclusion::<Tree::Hasher, Tree::Arity, Tree::SubTreeArity, Tree::TopTreeArity, _>(
             cs.namespace(|| "comm_r_last_data_inclusion"),

@@ -199,10 +199,15 @@ thread_local! {
 /// waits until its threads run out of their own tasks; and at normal priority, so the OS
 /// gives its threads the cores ahead of the niced bulk threads.
 pub fn urgent<R>(op: impl FnOnce() -> R) -> R {
-    let was = URGENT.with(|u| u.replace(true));
-    let r = op();
-    URGENT.with(|u| u.set(was));
-    r
+    /// Restores the flag also when `op` panics (the engine contains panics and goes on).
+    struct Restore(bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            URGENT.with(|u| u.set(self.0));
+        }
+    }
+    let _restore = Restore(URGENT.with(|u| u.replace(true)));
+    op()
 }
 
 /// One thread per core at the synthesis priority, named `<name>-<i>`.
