@@ -1,7 +1,8 @@
 #!/bin/bash
 # `cuzk-bench synth-bench` on the lent GPU machine (its 16 cores; no GPU is used), from the
-# release binary built here and carried gzipped in device-carry/ with the 2 KiB fixture's
-# c1.json:
+# release binary built here and carried gzipped in device-carry/, with the 2 KiB fixture's
+# c1.json when there is one (without it the 2 KiB row uses a 2 KiB shape-only C1, written
+# there, which cannot verify):
 #
 #   device run: bash crates/cuzk-gpu/device-synth.sh        carry: ["device-carry"]
 #
@@ -15,7 +16,12 @@ gunzip -c device-carry/cuzk-bench.gz > /tmp/bin/cuzk-bench && chmod +x /tmp/bin/
 export RUST_BACKTRACE=1 RUST_LOG=${RUST_LOG:-info}
 echo "date: $(date -u); $(nproc) cores; $(free -g | awk '/Mem:/{print $2}') GiB" | tee "$OUT/machine.txt"
 status=0
-/tmp/bin/cuzk-bench synth-bench --c1 device-carry/c1.json --rounds 3 2>&1 | tee "$OUT/synth-2kib.txt" || status=1
+c1_2k=device-carry/c1.json
+if [ ! -f "$c1_2k" ]; then
+  /tmp/bin/cuzk-bench gen-fixture --sector-size 2KiB --shape-only --out /tmp/s2k > "$OUT/gen-2kib.txt" 2>&1 || status=1
+  c1_2k=/tmp/s2k/c1.shape-only.json
+fi
+/tmp/bin/cuzk-bench synth-bench --c1 "$c1_2k" --rounds 3 2>&1 | tee "$OUT/synth-2kib.txt" || status=1
 /tmp/bin/cuzk-bench gen-fixture --sector-size 32GiB --shape-only --out /tmp/s32 2>&1 | tee "$OUT/gen.txt" || status=1
 if [ -z "${CUZK_SKIP_REFERENCE:-}" ]; then
   /usr/bin/time -v /tmp/bin/cuzk-bench synth-bench --c1 /tmp/s32/c1.shape-only.json --rounds 1 > "$OUT/synth-32gib-vs-reference.txt" 2>&1 || status=1

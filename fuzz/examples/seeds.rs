@@ -301,7 +301,8 @@ fn grpc_seeds() {
 /// The submit seed reaches the engine: the service accepts it (its job then fails at
 /// planning, for want of parameters).
 fn accepted_by_the_service(submit: &v1::SubmitProofRequest) {
-    use cuzk_engine::{Device, Engine, EngineConfig, FilecoinRunner};
+    use cuzk_engine::{Device, Engine, EngineConfig};
+    use cuzk_filecoin::FilecoinRunner;
     use cuzk_proto::ProvingEngine;
     let dir = std::env::temp_dir().join(format!("cuzk-fuzz-seeds-grpc-{}", std::process::id()));
     std::fs::create_dir_all(dir.join("params")).unwrap();

@@ -40,8 +40,8 @@ pub fn clear_dir(dir: &Path) {
 /// The real PoRep runner over an empty parameter directory under `dir` (every job that gets
 /// as far as its parameters fails there, which is what the targets want). Once per process:
 /// it fixes filecoin-proofs' parameter directory.
-pub fn porep_runner_without_params(dir: &Path) -> cuzk_engine::FilecoinRunner {
+pub fn porep_runner_without_params(dir: &Path) -> cuzk_filecoin::FilecoinRunner {
     let params = dir.join("params");
     std::fs::create_dir_all(&params).unwrap_or_else(|e| panic!("params dir {}: {e}", params.display()));
-    cuzk_engine::FilecoinRunner::new(&params, None).expect("runner")
+    cuzk_filecoin::FilecoinRunner::new(&params, None).expect("runner")
 }

@@ -26,11 +26,11 @@
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
-use cuzk_groth16::{Backend, BackendError, NttDirection, PartitionWitness, Proof, Selection, Srs};
+use cuzk_groth16::{Backend, BackendError, DeviceLock, NttDirection, PartitionWitness, Proof, Selection, Srs};
 
 use crate::engine::MemoryStatus;
 use crate::error::RunError;
@@ -240,20 +240,24 @@ impl Device {
 /// Wraps a device's backend for one job: every kernel checks the job's cancel flag first
 /// and runs under the per-device lock, so that workers sharing a device interleave only
 /// between kernels while their CPU-side work (synthesis, assembly) runs outside the lock.
-/// Measures kernel time and lock wait.
+/// The lock is the backend's own where it has one ([`Backend::device_lock`], the GPU's), so
+/// a device has one lock; and the job's cancel flag is the call's
+/// ([`cuzk_groth16::region::with_cancel`]), so a backend that works in steps stops at its
+/// next step once the job is cancelled. Measures kernel time and lock wait.
 pub struct DeviceBackend<'a> {
     inner: &'a dyn Backend,
-    lock: &'a Mutex<()>,
+    lock: &'a DeviceLock,
     cancel: &'a CancelToken,
     busy_ns: AtomicU64,
     wait_ns: AtomicU64,
 }
 
 impl<'a> DeviceBackend<'a> {
-    pub fn new(inner: &'a dyn Backend, lock: &'a Mutex<()>, cancel: &'a CancelToken) -> Self {
+    /// `fallback` is the device's lock for a backend without one of its own.
+    pub fn new(inner: &'a dyn Backend, fallback: &'a DeviceLock, cancel: &'a CancelToken) -> Self {
         DeviceBackend {
             inner,
-            lock,
+            lock: inner.device_lock().unwrap_or(fallback),
             cancel,
             busy_ns: AtomicU64::new(0),
             wait_ns: AtomicU64::new(0),
@@ -279,14 +283,14 @@ impl<'a> DeviceBackend<'a> {
             return Err(cancelled());
         }
         let t = Instant::now();
-        let _held = self.lock.lock().unwrap_or_else(|p| p.into_inner());
+        let _held = self.lock.enter();
         self.wait_ns
             .fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
         if self.cancel.is_cancelled() {
             return Err(cancelled());
         }
         let t = Instant::now();
-        let r = f(self.inner);
+        let r = cuzk_groth16::region::with_cancel(&self.cancel.cancelled, || f(self.inner));
         self.busy_ns
             .fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
         r
@@ -345,6 +349,9 @@ impl Backend for DeviceBackend<'_> {
         } else {
             self.run(|be| be.h_msm(a, b, c, h_bases))
         }
+    }
+    fn device_lock(&self) -> Option<&DeviceLock> {
+        Some(self.lock)
     }
 }
 
@@ -411,7 +418,7 @@ mod tests {
     #[test]
     fn kernels_of_one_device_never_overlap_and_stop_once_cancelled() {
         let probe = Probe::default();
-        let lock = Mutex::new(());
+        let lock = DeviceLock::new();
         std::thread::scope(|s| {
             for _ in 0..3 {
                 s.spawn(|| {
@@ -431,7 +438,7 @@ mod tests {
         );
 
         // Without a shared lock (two devices) they do overlap: the probe can see it.
-        let (l1, l2) = (Mutex::new(()), Mutex::new(()));
+        let (l1, l2) = (DeviceLock::new(), DeviceLock::new());
         let probe = Probe {
             rendezvous: true,
             ..Probe::default()
@@ -457,5 +464,103 @@ mod tests {
             .unwrap_err();
         assert!(err.to_string().contains("job cancelled"), "{err}");
         assert_eq!(probe.max.load(Ordering::SeqCst), 0, "no kernel ran");
+    }
+
+    /// A backend with a lock of its own, whose NTT runs until its caller's cancel flag is set
+    /// (2 s at most) and reports whether it ran inside its own lock.
+    #[derive(Default)]
+    struct Stepper {
+        lock: DeviceLock,
+        held: AtomicU64,
+        steps: AtomicU64,
+    }
+
+    impl Backend for Stepper {
+        fn name(&self) -> &'static str {
+            "stepper"
+        }
+        fn device_lock(&self) -> Option<&DeviceLock> {
+            Some(&self.lock)
+        }
+        fn ntt(&self, _: &mut [Scalar], _: NttDirection) -> Result<(), BackendError> {
+            let _region = self.lock.enter(); // re-entered: the engine holds it already
+            self.held
+                .store(self.lock.held_here() as u64, Ordering::SeqCst);
+            let end = Instant::now() + Duration::from_secs(2);
+            while Instant::now() < end {
+                if cuzk_groth16::region::cancel_requested() {
+                    return Err(BackendError::Unavailable {
+                        backend: "stepper",
+                        reason: "cancelled".into(),
+                    });
+                }
+                self.steps.fetch_add(1, Ordering::SeqCst);
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            Ok(())
+        }
+        fn coset_quotient(
+            &self,
+            _: &mut [Scalar],
+            _: &[Scalar],
+            _: &[Scalar],
+        ) -> Result<(), BackendError> {
+            unreachable!()
+        }
+        fn msm_g1(
+            &self,
+            _: &[G1Affine],
+            _: Selection<'_>,
+            _: &[Scalar],
+        ) -> Result<G1Projective, BackendError> {
+            unreachable!()
+        }
+        fn msm_g2(
+            &self,
+            _: &[G2Affine],
+            _: Selection<'_>,
+            _: &[Scalar],
+        ) -> Result<G2Projective, BackendError> {
+            unreachable!()
+        }
+        fn sum_g1(&self, _: &[G1Affine], _: Selection<'_>) -> Result<G1Projective, BackendError> {
+            unreachable!()
+        }
+        fn sum_g2(&self, _: &[G2Affine], _: Selection<'_>) -> Result<G2Projective, BackendError> {
+            unreachable!()
+        }
+    }
+
+    #[test]
+    fn a_device_has_one_lock_and_a_cancel_reaches_the_call_in_progress() {
+        let stepper = Stepper::default();
+        let engines_own = DeviceLock::new();
+        let cancel = CancelToken::default();
+        let t = Instant::now();
+        std::thread::scope(|s| {
+            let dev = DeviceBackend::new(&stepper, &engines_own, &cancel);
+            let call = s.spawn(move || dev.ntt(&mut [], NttDirection::Forward));
+            // The call holds the backend's lock, not the engine's fallback: another thread
+            // could take the fallback now, but must wait for the backend's.
+            while stepper.steps.load(Ordering::SeqCst) < 3 {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            assert_eq!(
+                stepper.held.load(Ordering::SeqCst),
+                1,
+                "the backend's own lock is held inside the call"
+            );
+            drop(engines_own.enter());
+            cancel.cancel();
+            let err = call.join().unwrap().unwrap_err();
+            assert!(err.to_string().contains("cancelled"), "{err}");
+        });
+        assert!(
+            t.elapsed() < Duration::from_secs(1),
+            "the cancel stopped the call mid-way: {:?}",
+            t.elapsed()
+        );
+        assert!(!stepper.lock.held_here());
+        drop(stepper.lock.enter());
     }
 }

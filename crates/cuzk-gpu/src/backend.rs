@@ -6,7 +6,6 @@ use cuzk_groth16::backend::{check_msm_args, check_quotient_args, ntt_log_size};
 use cuzk_groth16::{Backend, BackendError, NttDirection, Selection, SrsShape};
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::time::{Duration, Instant};
-use std::sync::Arc;
 
 use crate::arena::{reserved_size, ArenaCounters};
 use crate::device::{DeviceInfo, Gpu, OpTimings, UploadRates, VramBudget};
@@ -156,12 +155,6 @@ impl GpuBackend {
         self.gpu.release_caches()
     }
 
-    /// Setting this flag makes running and later calls fail at their next step (an MSM
-    /// chunk, an NTT pass) with "cancelled", every buffer returned; clear it to go on.
-    pub fn cancel_flag(&self) -> Arc<AtomicBool> {
-        self.gpu.cancel_flag()
-    }
-
     /// Upload / kernels / download split of the last operation.
     pub fn last_timings(&self) -> OpTimings {
         self.gpu.last_timings()
@@ -245,6 +238,9 @@ impl GpuBackend {
 impl Backend for GpuBackend {
     fn name(&self) -> &'static str {
         "gpu"
+    }
+    fn device_lock(&self) -> Option<&cuzk_groth16::DeviceLock> {
+        Some(&self.gpu.lock)
     }
 
     fn ntt(&self, values: &mut [Scalar], direction: NttDirection) -> Result<(), BackendError> {

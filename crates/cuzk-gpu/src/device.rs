@@ -3,8 +3,10 @@
 
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
+
+use cuzk_groth16::region::{DeviceLock, RegionGuard};
 
 use cudarc::driver::{result, sys, CudaContext, CudaStream};
 
@@ -97,9 +99,8 @@ pub struct Gpu {
     pinned: PinnedPool,
     staging: Mutex<Option<[StageSlot; 2]>>,
     pub(crate) resident: Mutex<ResidentCache>,
-    lock: Mutex<()>,
+    pub(crate) lock: DeviceLock,
     timings: Mutex<OpTimings>,
-    cancel: Arc<AtomicBool>,
     residency: AtomicBool,
     msm_window: AtomicU32,
 }
@@ -227,9 +228,8 @@ impl Gpu {
             pinned,
             staging: Mutex::new(None),
             resident: Mutex::new(ResidentCache::default()),
-            lock: Mutex::new(()),
+            lock: DeviceLock::new(),
             timings: Mutex::default(),
-            cancel: Arc::new(AtomicBool::new(false)),
             residency: AtomicBool::new(true),
             msm_window: AtomicU32::new(0),
         })
@@ -259,14 +259,10 @@ impl Gpu {
         *self.timings.lock().unwrap() = t;
     }
 
-    /// The flag that aborts running operations at their next step (MSM chunk, NTT stage)
-    /// with [`GpuError::Cancelled`]; it stays set until cleared.
-    pub fn cancel_flag(&self) -> Arc<AtomicBool> {
-        self.cancel.clone()
-    }
-
+    /// [`GpuError::Cancelled`] once the work calling in is cancelled: the caller's flag
+    /// ([`cuzk_groth16::region::with_cancel`]), asked at each step (MSM chunk, NTT pass).
     pub(crate) fn check_cancel(&self) -> Result<(), GpuError> {
-        if self.cancel.load(Ordering::Relaxed) {
+        if cuzk_groth16::region::cancel_requested() {
             Err(GpuError::Cancelled)
         } else {
             Ok(())
@@ -278,7 +274,7 @@ impl Gpu {
     pub fn set_residency(&self, on: bool) {
         self.residency.store(on, Ordering::Relaxed);
         if !on {
-            let _g = self.lock.lock().unwrap_or_else(|p| p.into_inner());
+            let _g = self.lock.enter();
             self.resident.lock().unwrap().clear();
         }
     }
@@ -325,9 +321,10 @@ impl Gpu {
     }
 
     /// Enters the device's kernel region: binds the context to this thread and holds the
-    /// per-device lock until the guard drops.
-    pub(crate) fn enter(&self) -> Result<MutexGuard<'_, ()>, GpuError> {
-        let guard = self.lock.lock().unwrap_or_else(|p| p.into_inner());
+    /// per-device lock until the guard drops (at once if this thread holds it already, as
+    /// the engine's worker does around each call).
+    pub(crate) fn enter(&self) -> Result<RegionGuard<'_>, GpuError> {
+        let guard = self.lock.enter();
         self.ctx
             .bind_to_thread()
             .map_err(driver("cuCtxSetCurrent"))?;

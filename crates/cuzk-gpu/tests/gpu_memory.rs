@@ -7,7 +7,8 @@
 
 mod common;
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Instant;
 
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
@@ -25,7 +26,8 @@ use rand::SeedableRng;
 enum Fault {
     /// Passes an out-of-range index to the GPU (a malformed request mid-proof).
     BadIndex,
-    /// Raises the GPU backend's cancel flag, so that the call (and the proof) stops.
+    /// Raises the proof's cancel flag (its `with_cancel` scope), so that the call (and the
+    /// proof) stops at its next step.
     Cancel,
 }
 
@@ -35,6 +37,8 @@ struct Faulty<'a> {
     at: usize,
     fault: Fault,
     calls: AtomicUsize,
+    /// The proof's cancel flag.
+    cancel: Arc<AtomicBool>,
 }
 
 impl Faulty<'_> {
@@ -45,7 +49,7 @@ impl Faulty<'_> {
             return false;
         }
         if let Fault::Cancel = self.fault {
-            self.gpu.cancel_flag().store(true, Ordering::SeqCst);
+            self.cancel.store(true, Ordering::SeqCst);
         }
         true
     }
@@ -243,6 +247,7 @@ fn hundred_proofs_with_failures_leave_no_memory_behind() {
                     at,
                     fault: Fault::BadIndex,
                     calls: AtomicUsize::new(0),
+                    cancel: Arc::new(AtomicBool::new(false)),
                 };
                 let e = prove(&f, &c.srs, w, c.r, c.s).expect_err("bad input must fail the proof");
                 assert!(e.to_string().contains("out of range"), "proof {i}: {e}");
@@ -255,10 +260,11 @@ fn hundred_proofs_with_failures_leave_no_memory_behind() {
                     at: 2 + i % 9,
                     fault: Fault::Cancel,
                     calls: AtomicUsize::new(0),
+                    cancel: Arc::new(AtomicBool::new(false)),
                 };
-                let e = prove(&f, &c.srs, w, c.r, c.s).expect_err("a cancelled proof must fail");
+                let e = cuzk_groth16::region::with_cancel(&f.cancel.clone(), || prove(&f, &c.srs, w, c.r, c.s))
+                    .expect_err("a cancelled proof must fail");
                 assert!(e.to_string().contains("cancelled"), "proof {i}: {e}");
-                gpu.cancel_flag().store(false, Ordering::SeqCst);
                 stats[4] += 1;
             }
             _ => {

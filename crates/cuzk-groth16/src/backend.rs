@@ -186,6 +186,14 @@ pub trait Backend: Send + Sync {
     ) -> Result<(G1Projective, std::time::Duration), BackendError> {
         crate::prover::h_msm_via_host(self, a, b, c, h_bases)
     }
+
+    /// The lock this backend's own calls take on its device, where it has device state to
+    /// guard (see [`crate::region`]): a scheduler that serializes work on the device takes
+    /// this one rather than a lock of its own, so that a device has one lock. `None` (the
+    /// default): the backend needs none, and a scheduler brings its own.
+    fn device_lock(&self) -> Option<&crate::region::DeviceLock> {
+        None
+    }
 }
 
 /// Checks an MSM's arguments: every selected index in range, one scalar per selected base.

@@ -51,7 +51,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use cuzk_groth16::Srs;
+use cuzk_groth16::{DeviceLock, Srs};
 use tokio::sync::broadcast;
 
 pub use config::{default_memory_budget, default_srs_cache_limit, EngineConfig};
@@ -73,7 +73,8 @@ struct EngineShared {
     config: Mutex<EngineConfig>,
     runner: Arc<dyn ProofRunner>,
     devices: Vec<Device>,
-    device_locks: Vec<Mutex<()>>,
+    /// Per device, the lock for a backend without its own ([`crate::runner::DeviceBackend`]).
+    device_locks: Vec<DeviceLock>,
     spool: Spool,
     srs: Residency<Srs>,
     sched: Mutex<SchedulerState>,
@@ -182,7 +183,7 @@ impl Engine {
         let synth = [config.synthesis_workers, config.urgent_synthesis_workers];
         let shared = Arc::new(EngineShared {
             srs: Residency::new(config.srs_cache_limit_bytes),
-            device_locks: devices.iter().map(|_| Mutex::new(())).collect(),
+            device_locks: devices.iter().map(|_| DeviceLock::new()).collect(),
             devices,
             runner,
             spool,
