@@ -359,6 +359,42 @@ impl Backend for DeviceBackend<'_> {
 mod tests {
     use super::*;
     
+    /// The Backend methods of the test doubles below, which implement only `ntt`.
+    macro_rules! only_ntt {
+        () => {
+            fn coset_quotient(
+                &self,
+                _: &mut [Scalar],
+                _: &[Scalar],
+                _: &[Scalar],
+            ) -> Result<(), BackendError> {
+                unreachable!()
+            }
+            fn msm_g1(
+                &self,
+                _: &[G1Affine],
+                _: Selection<'_>,
+                _: &[Scalar],
+            ) -> Result<G1Projective, BackendError> {
+                unreachable!()
+            }
+            fn msm_g2(
+                &self,
+                _: &[G2Affine],
+                _: Selection<'_>,
+                _: &[Scalar],
+            ) -> Result<G2Projective, BackendError> {
+                unreachable!()
+            }
+            fn sum_g1(&self, _: &[G1Affine], _: Selection<'_>) -> Result<G1Projective, BackendError> {
+                unreachable!()
+            }
+            fn sum_g2(&self, _: &[G2Affine], _: Selection<'_>) -> Result<G2Projective, BackendError> {
+                unreachable!()
+            }
+        };
+    }
+
     /// Counts how many calls run at once; each NTT takes 20 ms, or, with `rendezvous`,
     /// until two run at once (2 s at most).
     #[derive(Default)]
@@ -383,36 +419,7 @@ mod tests {
             self.now.fetch_sub(1, Ordering::SeqCst);
             Ok(())
         }
-        fn coset_quotient(
-            &self,
-            _: &mut [Scalar],
-            _: &[Scalar],
-            _: &[Scalar],
-        ) -> Result<(), BackendError> {
-            unreachable!()
-        }
-        fn msm_g1(
-            &self,
-            _: &[G1Affine],
-            _: Selection<'_>,
-            _: &[Scalar],
-        ) -> Result<G1Projective, BackendError> {
-            unreachable!()
-        }
-        fn msm_g2(
-            &self,
-            _: &[G2Affine],
-            _: Selection<'_>,
-            _: &[Scalar],
-        ) -> Result<G2Projective, BackendError> {
-            unreachable!()
-        }
-        fn sum_g1(&self, _: &[G1Affine], _: Selection<'_>) -> Result<G1Projective, BackendError> {
-            unreachable!()
-        }
-        fn sum_g2(&self, _: &[G2Affine], _: Selection<'_>) -> Result<G2Projective, BackendError> {
-            unreachable!()
-        }
+        only_ntt!();
     }
 
     #[test]
@@ -499,36 +506,7 @@ mod tests {
             }
             Ok(())
         }
-        fn coset_quotient(
-            &self,
-            _: &mut [Scalar],
-            _: &[Scalar],
-            _: &[Scalar],
-        ) -> Result<(), BackendError> {
-            unreachable!()
-        }
-        fn msm_g1(
-            &self,
-            _: &[G1Affine],
-            _: Selection<'_>,
-            _: &[Scalar],
-        ) -> Result<G1Projective, BackendError> {
-            unreachable!()
-        }
-        fn msm_g2(
-            &self,
-            _: &[G2Affine],
-            _: Selection<'_>,
-            _: &[Scalar],
-        ) -> Result<G2Projective, BackendError> {
-            unreachable!()
-        }
-        fn sum_g1(&self, _: &[G1Affine], _: Selection<'_>) -> Result<G1Projective, BackendError> {
-            unreachable!()
-        }
-        fn sum_g2(&self, _: &[G2Affine], _: Selection<'_>) -> Result<G2Projective, BackendError> {
-            unreachable!()
-        }
+        only_ntt!();
     }
 
     #[test]
