@@ -8,13 +8,15 @@
 #
 # The 2 KiB partition (reference and compiled, witnesses compared), then the 32 GiB
 # shape-only C1 written there (cannot verify): one round of the reference against the
-# compiled path (witnesses compared), then compiled rounds alone. Logs go to $OUT.
+# compiled path (witnesses compared; CUZK_SKIP_REFERENCE=1 leaves it out), then compiled
+# rounds alone, each three ways (4 KiB pages joined, huge pages joined, huge pages in
+# place), at both sizes. Logs go to $OUT.
 set -u -o pipefail
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT" /tmp/bin /tmp/s32
 gunzip -c device-carry/cuzk-bench.gz > /tmp/bin/cuzk-bench && chmod +x /tmp/bin/cuzk-bench
 export RUST_BACKTRACE=1 RUST_LOG=${RUST_LOG:-info}
-echo "date: $(date -u); $(nproc) cores; $(free -g | awk '/Mem:/{print $2}') GiB" | tee "$OUT/machine.txt"
+echo "date: $(date -u); $(nproc) cores; $(free -g | awk '/Mem:/{print $2}') GiB; THP enabled $(cat /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null), defrag $(cat /sys/kernel/mm/transparent_hugepage/defrag 2>/dev/null)" | tee "$OUT/machine.txt"
 status=0
 c1_2k=device-carry/c1.json
 if [ ! -f "$c1_2k" ]; then
@@ -22,6 +24,7 @@ if [ ! -f "$c1_2k" ]; then
   c1_2k=/tmp/s2k/c1.shape-only.json
 fi
 /tmp/bin/cuzk-bench synth-bench --c1 "$c1_2k" --rounds 3 2>&1 | tee "$OUT/synth-2kib.txt" || status=1
+/tmp/bin/cuzk-bench synth-bench --c1 "$c1_2k" --rounds 5 --compiled-only 2>&1 | tee "$OUT/synth-2kib-variants.txt" || status=1
 /tmp/bin/cuzk-bench gen-fixture --sector-size 32GiB --shape-only --out /tmp/s32 2>&1 | tee "$OUT/gen.txt" || status=1
 if [ -z "${CUZK_SKIP_REFERENCE:-}" ]; then
   /usr/bin/time -v /tmp/bin/cuzk-bench synth-bench --c1 /tmp/s32/c1.shape-only.json --rounds 1 > "$OUT/synth-32gib-vs-reference.txt" 2>&1 || status=1

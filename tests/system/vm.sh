@@ -55,17 +55,28 @@ for f in kinds/winning.json "params/$PROOF_PARAMS.params" "params/$PROOF_PARAMS.
 done
 
 ensure_vm_tools() {
-  local missing=()
-  command -v qemu-system-x86_64 >/dev/null || missing+=(qemu-system-x86)
-  command -v qemu-img >/dev/null || missing+=(qemu-utils)
+  local missing=() suite
+  suite="$(. /etc/os-release && echo "${VERSION_CODENAME:-bookworm}")"
+  # qemu-system-x86 and qemu-utils must come from one release: a qemu-utils from backports
+  # (the CI image has one) makes apt remove it when it installs the release's qemu-system-x86,
+  # and qemu-img is gone. So both are installed from the release, downgrading qemu-utils.
+  if ! command -v qemu-system-x86_64 >/dev/null; then
+    missing+=(qemu-system-x86 "qemu-utils/$suite")
+  elif ! command -v qemu-img >/dev/null; then
+    missing+=(qemu-utils)
+  fi
   command -v mmdebstrap >/dev/null || missing+=(mmdebstrap)
   command -v ssh >/dev/null && command -v ssh-keygen >/dev/null || missing+=(openssh-client)
   command -v mke2fs >/dev/null || missing+=(e2fsprogs)
   if [ ${#missing[@]} -gt 0 ]; then
     echo "installing ${missing[*]}"
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-      --no-install-recommends "${missing[@]}" >/dev/null
+      --no-install-recommends --allow-downgrades "${missing[@]}" >/dev/null
   fi
+  local t
+  for t in qemu-system-x86_64 qemu-img mmdebstrap ssh ssh-keygen mke2fs; do
+    command -v "$t" >/dev/null || { echo "vm.sh: $t is still missing after installing ${missing[*]}" >&2; exit 2; }
+  done
 }
 ensure_vm_tools
 if [ ! -x "$REPO/target/release/cuzkd" ] || [ ! -x "$REPO/target/release/cuzk-bench" ]; then

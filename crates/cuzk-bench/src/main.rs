@@ -123,7 +123,9 @@ enum Cmd {
         /// Rounds of each, alternating; the best of each is compared.
         #[arg(long, default_value_t = 3)]
         rounds: usize,
-        /// Only the compiled path, no comparison (for profiling it).
+        /// Only the compiled path, no reference: each round on 4 KiB pages with the parts
+        /// joined, on huge pages, and on huge pages with the parts in place (the default),
+        /// witnesses compared.
         #[arg(long)]
         compiled_only: bool,
     },
@@ -593,6 +595,13 @@ fn synth_bench(c1: Option<PathBuf>, rounds: usize, compiled_only: bool) -> Resul
     let synth = |p: SynthesisPath| synth_with(p, LabelHashing::from_env());
     // Where a compiled synthesis's time went.
     let stages = |t: &cuzk_filecoin::SynthesisTimings| match t.compiled {
+        Some(c) if c.in_place => format!(
+            "circuit {:.3} s, parts in place {:.3} s ({} part(s) in parallel: gadgets, copy, products and check), rest {:.3} s",
+            t.circuit.as_secs_f64(),
+            c.assign.as_secs_f64(),
+            c.parts,
+            (c.join + c.products).as_secs_f64()
+        ),
         Some(c) => format!(
             "circuit {:.3} s, gadgets {:.3} s ({} part(s) in parallel), join {:.3} s, products and check {:.3} s",
             t.circuit.as_secs_f64(),
@@ -610,12 +619,59 @@ fn synth_bench(c1: Option<PathBuf>, rounds: usize, compiled_only: bool) -> Resul
     let compiled = compiled_for(&job.circuit_key()).context("no compiled circuit after recording")?;
     println!("  recording (first use): {:.3} s ({}); compiled circuit: {compiled}", record.as_secs_f64(), stages(&rt));
     if compiled_only {
+        // Each round: the compiled path three ways, witnesses compared with the first: its
+        // large vectors on 4 KiB pages and the parts joined before the products (what it
+        // was before huge pages and in-place parts), on huge pages (cuzk_groth16::hugepages),
+        // then on huge pages with the parts written in place (compiled::IN_PLACE; both are
+        // the default). The time stops before the witness is freed; freeing is timed apart.
+        use cuzk_groth16::{compiled::IN_PLACE, hugepages};
         drop(recorded);
+        println!(
+            "  transparent huge pages: kernel setting [{}]; recorded in {} part(s)",
+            hugepages::kernel_setting(),
+            compiled.recorded_parts().unwrap_or(1)
+        );
+        let variants = [("4 KiB pages, joined", false, false), ("huge pages, joined", true, false), ("huge pages, in place", true, true)];
+        let mut best = [Duration::MAX; 3];
         for round in 1..=rounds {
-            let t = Instant::now();
-            let (_, ft) = synth(compiled_path)?;
-            println!("  round {round}: compiled {:.3} s ({}; not compared)", t.elapsed().as_secs_f64(), stages(&ft));
+            let mut first: Option<cuzk_groth16::PartitionWitness> = None;
+            for (i, &(name, huge, in_place)) in variants.iter().enumerate() {
+                hugepages::set_enabled(huge);
+                IN_PLACE.set(in_place);
+                let t = Instant::now();
+                let (w, ft) = synth(compiled_path)?;
+                let took = t.elapsed();
+                best[i] = best[i].min(took);
+                let compared = match &first {
+                    None => {
+                        first = Some(w);
+                        String::new()
+                    }
+                    Some(f) => {
+                        if *f != w {
+                            bail!("round {round}: the witness ({name}) differs from the first one");
+                        }
+                        let t = Instant::now();
+                        drop(w);
+                        format!("; witness equal to the first; freeing it {:.3} s", t.elapsed().as_secs_f64())
+                    }
+                };
+                println!("  round {round}: compiled, {name}, {:.3} s ({}){compared}", took.as_secs_f64(), stages(&ft));
+            }
         }
+        hugepages::set_enabled(true);
+        IN_PLACE.set(true);
+        println!(
+            "=== compiled, best of {rounds}: {} {:.3} s, {} {:.3} s, {} {:.3} s: {:.2}x and {:.2}x against the first ===",
+            variants[0].0,
+            best[0].as_secs_f64(),
+            variants[1].0,
+            best[1].as_secs_f64(),
+            variants[2].0,
+            best[2].as_secs_f64(),
+            best[0].as_secs_f64() / best[1].as_secs_f64(),
+            best[0].as_secs_f64() / best[2].as_secs_f64()
+        );
         println!("  peak RSS {}", peak_rss());
         return Ok(());
     }

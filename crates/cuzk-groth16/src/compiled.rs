@@ -14,6 +14,11 @@
 //!   `WitnessCs`'s: a, b, c evaluated row by row in parallel, densities taken from the
 //!   recorded structure. A recording makes its own witness the same way, so the recorded
 //!   circuit and the witness it gives are one computation.
+//! - A circuit given as parts ([`synthesize_compiled_pieces`]) whose recording was made of
+//!   as many parts is written in place: each part, when done, copies its share of the
+//!   assignments into the whole and evaluates its own rows there (`witness_in_place`), so
+//!   no stage waits for the slowest part. Its large vectors are on huge pages
+//!   ([`crate::hugepages`]).
 //!
 //! Architecture invariant: a compiled circuit is used only for a circuit of the same
 //! structure. Filecoin's circuits do not change shape with their values, so one recording
@@ -73,6 +78,110 @@ pub struct CompiledCircuit {
     a_aux_density: Density,
     b_input_density: Density,
     b_aux_density: Density,
+    /// How the parts of the recording split the circuit (None: recorded whole).
+    layout: Option<PartLayout>,
+}
+
+/// Inputs, aux variables and constraints: a part's own share, or a prefix.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Counts {
+    inputs: usize,
+    aux: usize,
+    constraints: usize,
+}
+
+/// How a recording's parts split the circuit: the common prefix that every part holds (its
+/// inputs include ONE), and each part's own share in order (the first part's includes the
+/// prefix). A later witness run with as many parts writes each part's aux and its rows of
+/// a, b and c in place as soon as that part is done ([`witness_in_place`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct PartLayout {
+    prefix: Counts,
+    parts: Vec<Counts>,
+}
+
+impl PartLayout {
+    /// Whether the shares add up to the circuit's counts (`constraints`: the circuit's own,
+    /// without the input constraints) and the first part holds the prefix.
+    fn fits(&self, inputs: usize, aux: usize, constraints: usize) -> bool {
+        let sum = |f: fn(&Counts) -> usize| self.parts.iter().map(f).sum::<usize>();
+        self.parts.first().is_some_and(|p| {
+            p.inputs >= self.prefix.inputs && p.aux >= self.prefix.aux && p.constraints >= self.prefix.constraints
+        }) && sum(|c| c.inputs) == inputs
+            && sum(|c| c.aux) == aux
+            && sum(|c| c.constraints) == constraints
+    }
+
+    /// Where each part's share starts in the whole.
+    fn offsets(&self) -> Vec<Counts> {
+        let mut at = Counts::default();
+        self.parts
+            .iter()
+            .map(|p| {
+                let here = at;
+                at = Counts { inputs: at.inputs + p.inputs, aux: at.aux + p.aux, constraints: at.constraints + p.constraints };
+                here
+            })
+            .collect()
+    }
+}
+
+/// Whether a witness run whose parts match the recording's layout writes them in place
+/// (default) or joins them first (`CUZK_SYNTHESIS_IN_PLACE=0`; for benches).
+pub static IN_PLACE: crate::switch::Switch = crate::switch::Switch::new("CUZK_SYNTHESIS_IN_PLACE");
+
+/// The values of z = inputs ++ aux that a row may read.
+trait Values {
+    fn value(&self, col: usize) -> Option<&Scalar>;
+}
+
+/// The whole circuit's assignments.
+struct Whole<'a> {
+    inputs: &'a [Scalar],
+    aux: &'a [Scalar],
+}
+
+impl Values for Whole<'_> {
+    #[inline]
+    fn value(&self, c: usize) -> Option<&Scalar> {
+        let ni = self.inputs.len();
+        Some(if c < ni { &self.inputs[c] } else { &self.aux[c - ni] })
+    }
+}
+
+/// One part's own assignments, read at the whole circuit's columns: the prefix, and the
+/// part's share (at `to` in the whole, at `from` in the part). Any other column is not
+/// the part's (None).
+struct PartView<'a> {
+    inputs: &'a [Scalar],
+    aux: &'a [Scalar],
+    num_inputs: usize,
+    prefix: Counts,
+    from: Counts,
+    to: Counts,
+    own: Counts,
+}
+
+impl Values for PartView<'_> {
+    #[inline]
+    fn value(&self, c: usize) -> Option<&Scalar> {
+        #[inline]
+        fn local(i: usize, prefix: usize, to: usize, own: usize, from: usize) -> Option<usize> {
+            if i < prefix {
+                Some(i)
+            } else if i >= to && i - to < own {
+                Some(i - to + from)
+            } else {
+                None
+            }
+        }
+        if c < self.num_inputs {
+            self.inputs.get(local(c, self.prefix.inputs, self.to.inputs, self.own.inputs, self.from.inputs)?)
+        } else {
+            let a = c - self.num_inputs;
+            self.aux.get(local(a, self.prefix.aux, self.to.aux, self.own.aux, self.from.aux)?)
+        }
+    }
 }
 
 /// One line for logs and benches: constraints, terms, coefficients, memory.
@@ -124,6 +233,18 @@ impl CompiledCircuit {
         CompiledCircuit { b: self.a.clone(), ..self.clone() }
     }
 
+    /// Whether `other` has the same constraints, counts and densities (however each was
+    /// split into parts when it was recorded).
+    pub fn same_constraints(&self, other: &CompiledCircuit) -> bool {
+        CompiledCircuit { layout: None, ..self.clone() } == CompiledCircuit { layout: None, ..other.clone() }
+    }
+
+    /// Parts the recording was made of, when it was recorded in parts (a witness run with
+    /// as many parts writes them in place).
+    pub fn recorded_parts(&self) -> Option<usize> {
+        self.layout.as_ref().map(|l| l.parts.len())
+    }
+
     /// Distinct coefficients.
     pub fn dictionary_len(&self) -> usize {
         self.dictionary.len()
@@ -133,14 +254,13 @@ impl CompiledCircuit {
     /// coefficient other than +-1 is multiplied only into a value that is neither 0 nor 1:
     /// most of a PoRep witness is bits (about 51% zeros and 47% ones in its aux), and a
     /// comparison of limbs costs a fraction of a Montgomery product.
+    /// None when the row reads a column that `z` does not hold.
     #[inline]
-    fn eval_row(&self, m: &Matrix, row: usize, inputs: &[Scalar], aux: &[Scalar]) -> Scalar {
+    fn eval_row(&self, m: &Matrix, row: usize, z: &impl Values) -> Option<Scalar> {
         let (lo, hi) = (m.start[row] as usize, m.start[row + 1] as usize);
-        let ni = inputs.len();
         let mut acc = Scalar::ZERO;
         for t in lo..hi {
-            let c = m.cols[t] as usize;
-            let v = if c < ni { &inputs[c] } else { &aux[c - ni] };
+            let v = z.value(m.cols[t] as usize)?;
             match m.coeffs[t] {
                 COEFF_ONE => acc += v,
                 COEFF_MINUS_ONE => acc -= v,
@@ -149,7 +269,47 @@ impl CompiledCircuit {
                 id => acc += *v * self.dictionary[id as usize],
             }
         }
-        acc
+        Some(acc)
+    }
+
+    /// Rows `first..first + a.len()` of A, B and C at `z` into `a`, `b` and `c`, in
+    /// parallel; the first unsatisfied row lowers `first_bad`. False when some row reads a
+    /// column outside `z` (that row is then left as zeros).
+    fn eval_rows(
+        &self,
+        first: usize,
+        z: &(impl Values + Sync),
+        [a, b, c]: [&mut [std::mem::MaybeUninit<Scalar>]; 3],
+        first_bad: &std::sync::atomic::AtomicUsize,
+    ) -> bool {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        const ROWS: usize = 1 << 12;
+        let outside = AtomicBool::new(false);
+        a.par_chunks_mut(ROWS).zip(b.par_chunks_mut(ROWS)).zip(c.par_chunks_mut(ROWS)).enumerate().for_each(
+            |(k, ((pa, pb), pc))| {
+                for j in 0..pa.len() {
+                    let row = first + k * ROWS + j;
+                    let (va, vb, vc) = match (
+                        self.eval_row(&self.a, row, z),
+                        self.eval_row(&self.b, row, z),
+                        self.eval_row(&self.c, row, z),
+                    ) {
+                        (Some(va), Some(vb), Some(vc)) => (va, vb, vc),
+                        _ => {
+                            outside.store(true, Ordering::Relaxed);
+                            (Scalar::ZERO, Scalar::ZERO, Scalar::ZERO)
+                        }
+                    };
+                    if !Self::satisfied(&va, &vb, &vc) {
+                        first_bad.fetch_min(row, Ordering::Relaxed);
+                    }
+                    pa[j].write(va);
+                    pb[j].write(vb);
+                    pc[j].write(vc);
+                }
+            },
+        );
+        !outside.into_inner()
     }
 
     /// Whether a * b == c, without a product where a or b is 0 or 1.
@@ -177,29 +337,19 @@ impl CompiledCircuit {
     /// rows. a, b and c are written once, in parallel, into vectors that were never
     /// zero-filled.
     pub fn witness_checked(&self, inputs: Vec<Scalar>, aux: Vec<Scalar>) -> (PartitionWitness, Option<usize>) {
-        use std::sync::atomic::{AtomicUsize, Ordering};
+        use std::sync::atomic::AtomicUsize;
         assert_eq!((inputs.len(), aux.len()), (self.num_inputs, self.num_aux));
-        const ROWS: usize = 1 << 12;
         let n = self.num_constraints();
         let first_bad = AtomicUsize::new(usize::MAX);
-        let chunks: Vec<usize> = (0..n.div_ceil(ROWS)).map(|k| ROWS.min(n - k * ROWS)).collect();
-        let [a, b, c] = par_build_n(&chunks, |k, [pa, pb, pc]: [&mut [std::mem::MaybeUninit<Scalar>]; 3]| {
-            for j in 0..pa.len() {
-                let row = k * ROWS + j;
-                let (va, vb, vc) = (
-                    self.eval_row(&self.a, row, &inputs, &aux),
-                    self.eval_row(&self.b, row, &inputs, &aux),
-                    self.eval_row(&self.c, row, &inputs, &aux),
-                );
-                if !Self::satisfied(&va, &vb, &vc) {
-                    first_bad.fetch_min(row, Ordering::Relaxed);
-                }
-                pa[j].write(va);
-                pb[j].write(vb);
-                pc[j].write(vc);
-            }
+        let [a, b, c] = par_build_n(&[n], |_, rows| {
+            let whole = Whole { inputs: &inputs, aux: &aux };
+            assert!(self.eval_rows(0, &whole, rows, &first_bad), "the whole circuit holds every column");
         });
-        let bad = first_bad.into_inner();
+        self.witness_of(inputs, aux, [a, b, c], first_bad.into_inner())
+    }
+
+    /// The witness of these vectors, `bad` the first unsatisfied row (usize::MAX: none).
+    fn witness_of(&self, inputs: Vec<Scalar>, aux: Vec<Scalar>, [a, b, c]: [Vec<Scalar>; 3], bad: usize) -> (PartitionWitness, Option<usize>) {
         let w = PartitionWitness {
             a,
             b,
@@ -222,7 +372,7 @@ fn par_build_n<T: Copy + Send + Sync, const N: usize>(
     fill: impl Fn(usize, [&mut [std::mem::MaybeUninit<T>]; N]) + Sync,
 ) -> [Vec<T>; N] {
     let total: usize = lens.iter().sum();
-    let mut out: [Vec<T>; N] = std::array::from_fn(|_| Vec::with_capacity(total));
+    let mut out: [Vec<T>; N] = std::array::from_fn(|_| crate::hugepages::vec_with_capacity(total));
     {
         let mut parts: Vec<[&mut [std::mem::MaybeUninit<T>]; N]> = Vec::with_capacity(lens.len());
         let mut rest: [&mut [std::mem::MaybeUninit<T>]; N] = {
@@ -562,6 +712,10 @@ pub struct CompiledTimings {
     pub products: std::time::Duration,
     /// Parts synthesized apart.
     pub parts: usize,
+    /// The parts were written in place ([`IN_PLACE`]): `assign` then covers each part's
+    /// gadgets, copy and rows of a, b and c together (and the input constraints' rows),
+    /// `join` is zero and `products` only what was left (rows evaluated again, if any).
+    pub in_place: bool,
 }
 
 /// A compiled witness, its first constraint with a * b != c (None: satisfied), and its
@@ -573,15 +727,19 @@ pub struct CompiledWitness {
     pub timings: CompiledTimings,
 }
 
-/// The parts synthesized in parallel, each in its own constraint system.
+/// The parts synthesized in parallel, each in its own constraint system, with room for
+/// `aux_room` aux values each up front (on huge pages: [`crate::hugepages`]; a part that
+/// needs more grows as a vector does).
 fn run_parts<C: Circuit<Scalar> + Send, const RECORD: bool>(
     parts: Vec<C>,
     marker: Option<&'static str>,
+    aux_room: usize,
 ) -> Result<Vec<AssignmentCs<RECORD>>, SynthesisError> {
     parts
         .into_par_iter()
         .map(|circuit| {
             let mut cs = AssignmentCs::<RECORD>::with_marker(marker);
+            cs.aux = crate::hugepages::vec_with_capacity(aux_room);
             cs.alloc_input(|| "one", || Ok(Scalar::ONE))?;
             circuit.synthesize(&mut cs)?;
             Ok(cs)
@@ -596,6 +754,8 @@ struct Joined {
     /// The circuit's own constraints (without the input constraints).
     constraints: usize,
     recorder: Option<Box<Recorder>>,
+    /// How the parts split it (None: one part).
+    layout: Option<PartLayout>,
 }
 
 /// Joins parts that each hold the common prefix and a run of the pieces: the first part
@@ -605,7 +765,7 @@ struct Joined {
 fn join<const RECORD: bool>(mut runs: Vec<AssignmentCs<RECORD>>) -> Result<Joined, SynthesisError> {
     if runs.len() == 1 {
         let r = runs.pop().expect("one part");
-        return Ok(Joined { inputs: r.inputs, aux: r.aux, constraints: r.constraints, recorder: r.recorder });
+        return Ok(Joined { inputs: r.inputs, aux: r.aux, constraints: r.constraints, recorder: r.recorder, layout: None });
     }
     let prefix = runs.first().and_then(|r| r.marks.first().copied()).ok_or(SynthesisError::Unsatisfiable)?;
     // Where each part's contribution starts in its own counts (the first: at 0).
@@ -678,7 +838,19 @@ fn join<const RECORD: bool>(mut runs: Vec<AssignmentCs<RECORD>>) -> Result<Joine
     } else {
         None
     };
-    Ok(Joined { inputs, aux, constraints: at.constraints, recorder })
+    let layout = PartLayout {
+        prefix: Counts { inputs: prefix.inputs, aux: prefix.aux, constraints: prefix.constraints },
+        parts: runs
+            .iter()
+            .zip(&from)
+            .map(|(r, f)| Counts {
+                inputs: r.inputs.len() - f.inputs,
+                aux: r.aux.len() - f.aux,
+                constraints: r.constraints - f.constraints,
+            })
+            .collect(),
+    };
+    Ok(Joined { inputs, aux, constraints: at.constraints, recorder, layout: Some(layout) })
 }
 
 /// A matrix's columns in `range` as a density (bit i: column range.start + i occurs).
@@ -737,6 +909,7 @@ fn compiled_of(joined: &mut Joined) -> CompiledCircuit {
         a_aux_density,
         b_input_density,
         b_aux_density,
+        layout: joined.layout.take().filter(|l| l.fits(ni, na, joined.constraints)),
     }
 }
 
@@ -755,13 +928,14 @@ pub fn compile_pieces<C: Circuit<Scalar> + Send>(
 ) -> Result<(CompiledWitness, CompiledCircuit), SynthesisError> {
     let t0 = std::time::Instant::now();
     let count = parts.len();
-    let runs = run_parts::<C, true>(parts, marker)?;
+    let runs = run_parts::<C, true>(parts, marker, 0)?;
     let assign = t0.elapsed();
     let mut joined = join(runs)?;
     let compiled = compiled_of(&mut joined);
     let join_time = t0.elapsed() - assign;
     let (witness, first_unsatisfied) = compiled.witness_checked(joined.inputs, joined.aux);
-    let timings = CompiledTimings { assign, join: join_time, products: t0.elapsed() - assign - join_time, parts: count };
+    let timings =
+        CompiledTimings { assign, join: join_time, products: t0.elapsed() - assign - join_time, parts: count, in_place: false };
     Ok((CompiledWitness { witness, first_unsatisfied, timings }, compiled))
 }
 
@@ -799,8 +973,28 @@ fn witness_of_parts<C: Circuit<Scalar> + Send>(
 ) -> Result<Result<CompiledWitness, CompiledMismatch>, SynthesisError> {
     let t0 = std::time::Instant::now();
     let count = parts.len();
-    let runs = run_parts::<C, false>(parts, marker)?;
+    if let Some(layout) = compiled.layout.as_ref().filter(|l| count > 1 && l.parts.len() == count && IN_PLACE.on()) {
+        match witness_in_place(parts, marker, compiled, layout, t0)? {
+            InPlace::Done(w) => return Ok(Ok(w)),
+            InPlace::Apart(runs) => return witness_of_runs(runs, compiled, t0, t0.elapsed(), count),
+        }
+    }
+    // Each part: the common prefix and its share of the pieces. Room for half as much again
+    // as an even share costs address space only (untouched pages are never backed).
+    let aux_room = if count <= 1 { compiled.num_aux } else { compiled.num_aux.div_ceil(count) * 3 / 2 };
+    let runs = run_parts::<C, false>(parts, marker, aux_room)?;
     let assign = t0.elapsed();
+    witness_of_runs(runs, compiled, t0, assign, count)
+}
+
+/// The phased path's join, count check and products, for parts already synthesized.
+fn witness_of_runs(
+    runs: Vec<AssignmentCs<false>>,
+    compiled: &CompiledCircuit,
+    t0: std::time::Instant,
+    assign: std::time::Duration,
+    count: usize,
+) -> Result<Result<CompiledWitness, CompiledMismatch>, SynthesisError> {
     let joined = join(runs)?;
     let join_time = t0.elapsed() - assign;
     // One `x * 0 = 0` constraint per input, as the reference appends.
@@ -818,15 +1012,199 @@ fn witness_of_parts<C: Circuit<Scalar> + Send>(
         }));
     }
     let (witness, first_unsatisfied) = compiled.witness_checked(joined.inputs, joined.aux);
-    let timings = CompiledTimings { assign, join: join_time, products: t0.elapsed() - assign - join_time, parts: count };
+    let timings =
+        CompiledTimings { assign, join: join_time, products: t0.elapsed() - assign - join_time, parts: count, in_place: false };
     log::debug!("compiled synthesis: {timings:?}");
     Ok(Ok(CompiledWitness { witness, first_unsatisfied, timings }))
+}
+
+/// What [`witness_in_place`] gives: the witness, or (when some part's counts differ from the
+/// recording's layout, as another split of the same circuit's pieces has) every part's
+/// assignments for the phased path: those written in place read back out of the whole.
+enum InPlace {
+    Done(CompiledWitness),
+    Apart(Vec<AssignmentCs<false>>),
+}
+
+/// What one part's task left: nothing (written in place; `inside`: every row it wrote read
+/// only its own columns), or its constraint system (its counts differ from the layout).
+enum PartDone {
+    Written { inside: bool },
+    Kept(AssignmentCs<false>),
+}
+
+/// The parts synthesized in parallel as [`witness_of_parts`] does, but each part, as soon as
+/// it is done, copies its share of inputs and aux into the whole's vectors and evaluates its
+/// own rows of a, b and c there, reading its own assignments (the pieces do not depend on
+/// one another: a row of part j reads the prefix and part j's columns). So there is no join
+/// and no products stage waiting for the slowest part, and each part's memory is freed
+/// when it is done. The layout's places come from the recording; a part whose counts differ
+/// is kept whole, and then every part goes the phased way. A row that reads a column that is
+/// not its part's (a circuit of another structure with the same counts) is evaluated again
+/// from the whole, so the result is always the phased path's.
+fn witness_in_place<C: Circuit<Scalar> + Send>(
+    parts: Vec<C>,
+    marker: Option<&'static str>,
+    compiled: &CompiledCircuit,
+    layout: &PartLayout,
+    t0: std::time::Instant,
+) -> Result<InPlace, SynthesisError> {
+    use crate::hugepages::vec_with_capacity;
+    use std::mem::MaybeUninit;
+    use std::sync::atomic::AtomicUsize;
+    let (ni, na, n) = (compiled.num_inputs, compiled.num_aux, compiled.num_constraints());
+    let prefix = layout.prefix;
+    let to = layout.offsets();
+    let mut inputs: Vec<Scalar> = Vec::with_capacity(ni);
+    let mut aux: Vec<Scalar> = vec_with_capacity(na);
+    let mut abc: [Vec<Scalar>; 3] = std::array::from_fn(|_| vec_with_capacity(n));
+    let first_bad = AtomicUsize::new(usize::MAX);
+    // Each part's slices of the whole, in order; the input constraints' rows are left.
+    type Slices<'a> = (&'a mut [MaybeUninit<Scalar>], &'a mut [MaybeUninit<Scalar>], [&'a mut [MaybeUninit<Scalar>]; 3]);
+    let outcomes: Vec<PartDone>;
+    let tail_inside;
+    {
+        let (mut ins, mut auxs) = (&mut inputs.spare_capacity_mut()[..ni], &mut aux.spare_capacity_mut()[..na]);
+        let mut rows: [&mut [MaybeUninit<Scalar>]; 3] = {
+            let mut it = abc.iter_mut().map(|v| &mut v.spare_capacity_mut()[..n]);
+            std::array::from_fn(|_| it.next().expect("three"))
+        };
+        let mut slices: Vec<Slices<'_>> = Vec::with_capacity(layout.parts.len());
+        for p in &layout.parts {
+            let (i, ri) = std::mem::take(&mut ins).split_at_mut(p.inputs);
+            let (x, rx) = std::mem::take(&mut auxs).split_at_mut(p.aux);
+            ins = ri;
+            auxs = rx;
+            let mut own: [&mut [MaybeUninit<Scalar>]; 3] = std::array::from_fn(|_| Default::default());
+            for (o, r) in own.iter_mut().zip(rows.iter_mut()) {
+                let (h, t) = std::mem::take(r).split_at_mut(p.constraints);
+                *o = h;
+                *r = t;
+            }
+            slices.push((i, x, own));
+        }
+        outcomes = parts
+            .into_par_iter()
+            .zip(slices)
+            .enumerate()
+            .map(|(j, (circuit, (dst_in, dst_aux, dst_rows)))| -> Result<PartDone, SynthesisError> {
+                let share = layout.parts[j];
+                let from = if j == 0 { Counts::default() } else { prefix };
+                let mut cs = AssignmentCs::<false>::with_marker(marker);
+                cs.aux = vec_with_capacity(from.aux + share.aux);
+                cs.alloc_input(|| "one", || Ok(Scalar::ONE))?;
+                circuit.synthesize(&mut cs)?;
+                let own = Counts {
+                    inputs: cs.inputs.len().wrapping_sub(from.inputs),
+                    aux: cs.aux.len().wrapping_sub(from.aux),
+                    constraints: cs.constraints.wrapping_sub(from.constraints),
+                };
+                let its_prefix = cs.marks.first().map(|m| Counts { inputs: m.inputs, aux: m.aux, constraints: m.constraints });
+                if own != share || its_prefix != Some(prefix) {
+                    return Ok(PartDone::Kept(cs));
+                }
+                write_all(dst_in, cs.inputs[from.inputs..].iter().copied());
+                const COPY: usize = 1 << 15;
+                dst_aux
+                    .par_chunks_mut(COPY)
+                    .zip(cs.aux[from.aux..].par_chunks(COPY))
+                    .for_each(|(d, s)| write_all(d, s.iter().copied()));
+                let view = PartView { inputs: &cs.inputs, aux: &cs.aux, num_inputs: ni, prefix, from, to: to[j], own };
+                let inside = compiled.eval_rows(to[j].constraints, &view, dst_rows, &first_bad);
+                drop(cs);
+                Ok(PartDone::Written { inside })
+            })
+            .collect::<Result<_, _>>()?;
+        if outcomes.iter().any(|o| matches!(o, PartDone::Kept(_))) {
+            tail_inside = false;
+        } else {
+            // SAFETY: every part wrote its whole share (write_all checks each length) and the
+            // shares add up to the counts (PartLayout::fits, checked when the layout was made
+            // or loaded).
+            unsafe {
+                inputs.set_len(ni);
+                aux.set_len(na);
+            }
+            let whole = Whole { inputs: &inputs, aux: &aux };
+            tail_inside = compiled.eval_rows(n - ni, &whole, rows, &first_bad);
+        }
+    }
+    if outcomes.iter().any(|o| matches!(o, PartDone::Kept(_))) {
+        // Back to the phased path: each part's assignments as its own constraint system
+        // would hold them (prefix, then share); those written in place are read back.
+        fn read(whole: &[MaybeUninit<Scalar>], at: usize, len: usize) -> Vec<Scalar> {
+            // SAFETY: only called for a part written in place, which wrote its share
+            // [at, at + len) of the whole.
+            unsafe { std::slice::from_raw_parts(whole[at..at + len].as_ptr().cast::<Scalar>(), len) }.to_vec()
+        }
+        let mut runs = Vec::with_capacity(outcomes.len());
+        for (j, o) in outcomes.into_iter().enumerate() {
+            runs.push(match o {
+                PartDone::Kept(cs) => cs,
+                PartDone::Written { .. } => {
+                    // A part after the first also holds the prefix, which the join never
+                    // reads from it (it takes the first part's): zeros of its length.
+                    let share = layout.parts[j];
+                    let from = if j == 0 { Counts::default() } else { prefix };
+                    let mut cs = AssignmentCs::<false>::with_marker(marker);
+                    cs.inputs = vec![Scalar::ZERO; from.inputs];
+                    cs.inputs.extend(read(inputs.spare_capacity_mut(), to[j].inputs, share.inputs));
+                    cs.aux = vec![Scalar::ZERO; from.aux];
+                    cs.aux.extend(read(aux.spare_capacity_mut(), to[j].aux, share.aux));
+                    cs.constraints = from.constraints + share.constraints;
+                    cs.marks = vec![Mark { inputs: prefix.inputs, aux: prefix.aux, constraints: prefix.constraints, terms: [0; 3] }];
+                    cs
+                }
+            });
+        }
+        return Ok(InPlace::Apart(runs));
+    }
+    let assign = t0.elapsed();
+    // SAFETY: every part wrote its rows (eval_rows writes each row it is given) and the tail
+    // holds the input constraints' rows; the parts' rows and the tail add up to n.
+    for v in abc.iter_mut() {
+        unsafe { v.set_len(n) };
+    }
+    // Rows that read outside their part: evaluated again from the whole.
+    let mut redo: Vec<std::ops::Range<usize>> = outcomes
+        .iter()
+        .enumerate()
+        .filter(|(_, o)| matches!(o, PartDone::Written { inside: false }))
+        .map(|(j, _)| to[j].constraints..to[j].constraints + layout.parts[j].constraints)
+        .collect();
+    if !tail_inside {
+        redo.push(n - ni..n);
+    }
+    if !redo.is_empty() {
+        log::warn!("compiled synthesis: {} part(s) read columns outside their own; evaluated again from the whole", redo.len());
+        let whole = Whole { inputs: &inputs, aux: &aux };
+        let [a, b, c] = &mut abc;
+        fn as_uninit(v: &mut [Scalar]) -> &mut [MaybeUninit<Scalar>] {
+            // SAFETY: Scalar and MaybeUninit<Scalar> have one layout, and eval_rows writes
+            // every element it is given (a valid Scalar) before anything reads it.
+            unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr().cast::<MaybeUninit<Scalar>>(), v.len()) }
+        }
+        for r in redo {
+            let rows = [as_uninit(&mut a[r.clone()]), as_uninit(&mut b[r.clone()]), as_uninit(&mut c[r.clone()])];
+            assert!(compiled.eval_rows(r.start, &whole, rows, &first_bad), "the whole holds every column");
+        }
+    }
+    let (witness, bad) = compiled.witness_of(inputs, aux, abc, first_bad.into_inner());
+    let timings = CompiledTimings {
+        assign,
+        join: std::time::Duration::ZERO,
+        products: t0.elapsed() - assign,
+        parts: layout.parts.len(),
+        in_place: true,
+    };
+    log::debug!("compiled synthesis in place: {timings:?}");
+    Ok(InPlace::Done(CompiledWitness { witness, first_unsatisfied: bad, timings }))
 }
 
 /// The file format of a saved compiled circuit: bump when the layout or the recording
 /// changes, so that files of another version are rebuilt, never used.
 const FILE_MAGIC: &[u8; 8] = b"CUZKPCE\0";
-const FILE_VERSION: u32 = 1;
+const FILE_VERSION: u32 = 2;
 
 /// Why a saved compiled circuit was not used.
 #[derive(Debug, thiserror::Error)]
@@ -940,7 +1318,7 @@ impl<'a> Reader<'a> {
 impl CompiledCircuit {
     /// Writes this compiled circuit for circuit `key` to `path` (through a temporary file
     /// renamed into place, so a crash leaves the old file or none): magic, format version,
-    /// key, counts, dictionary, matrices, densities, then the SHA-256 of all of it.
+    /// key, counts, dictionary, matrices, densities, the parts' layout, then the SHA-256 of all of it.
     pub fn save(&self, key: &str, path: &std::path::Path) -> std::io::Result<()> {
         use sha2::Digest;
         use std::io::Write;
@@ -966,6 +1344,14 @@ impl CompiledCircuit {
             w.write_all(&(d.len() as u64).to_le_bytes())?;
             put_words(&mut w, d.words())?;
         }
+        // The parts' layout: prefix, then each part's share (inputs, aux, constraints); no
+        // words at all when it was recorded whole.
+        let counts = |c: &Counts| [c.inputs as u64, c.aux as u64, c.constraints as u64];
+        let layout: Vec<u64> = match &self.layout {
+            Some(l) => std::iter::once(&l.prefix).chain(&l.parts).flat_map(counts).collect(),
+            None => Vec::new(),
+        };
+        put_words(&mut w, &layout)?;
         let digest = w.hash.finalize();
         let mut inner = w.inner;
         inner.write_all(&digest)?;
@@ -1039,10 +1425,23 @@ impl CompiledCircuit {
             let a_aux_density = density("A aux", num_aux)?;
             let b_input_density = density("B inputs", num_inputs)?;
             let b_aux_density = density("B aux", num_aux)?;
+            let words: Vec<u64> = r.words("layout")?;
+            let layout = if words.is_empty() {
+                None
+            } else {
+                if words.len() % 3 != 0 || words.len() < 6 {
+                    return Err(format!("the layout has {} words", words.len()));
+                }
+                let mut counts = words.chunks_exact(3).map(|w| Counts { inputs: w[0] as usize, aux: w[1] as usize, constraints: w[2] as usize });
+                let prefix = counts.next().expect("a prefix");
+                let l = PartLayout { prefix, parts: counts.collect() };
+                let own_constraints = (a.start.len() - 1).checked_sub(num_inputs).ok_or("fewer rows than inputs")?;
+                l.fits(num_inputs, num_aux, own_constraints).then_some(l).map(Some).ok_or("the layout does not add up to the counts")?
+            };
             if r.at != r.bytes.len() {
                 return Err(format!("{} bytes after the last part", r.bytes.len() - r.at));
             }
-            Ok(CompiledCircuit { num_inputs, num_aux, a, b, c, dictionary, a_aux_density, b_input_density, b_aux_density })
+            Ok(CompiledCircuit { num_inputs, num_aux, a, b, c, dictionary, a_aux_density, b_input_density, b_aux_density, layout })
         };
         parse(&mut r).map_err(corrupt)
     }
@@ -1068,5 +1467,115 @@ mod tests {
             }
         }
         assert!(falses > 50, "the false cases are exercised too");
+    }
+
+    /// A prefix (an input and a square), then pieces `range`, each in a top-level
+    /// namespace `piece_<k>` with an input, a square and a product with ONE and the input.
+    struct Ranged {
+        range: std::ops::Range<usize>,
+        seed: u64,
+    }
+
+    impl Circuit<Scalar> for Ranged {
+        fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
+            let top = cs.alloc_input(|| "top", || Ok(Scalar::from(self.seed)))?;
+            let sq = cs.alloc(|| "sq", || Ok(Scalar::from(self.seed).square()))?;
+            cs.enforce(|| "top", |lc| lc + top, |lc| lc + top, |lc| lc + sq);
+            for k in self.range {
+                let cs = &mut cs.namespace(|| format!("piece_{k}"));
+                let x_val = Scalar::from(self.seed + k as u64 + 2);
+                let input = cs.alloc_input(|| "in", || Ok(Scalar::from(k as u64 + 5)))?;
+                let x = cs.alloc(|| "x", || Ok(x_val))?;
+                let y = cs.alloc(|| "y", || Ok(x_val.square()))?;
+                cs.enforce(|| "x*x=y", |lc| lc + x, |lc| lc + x, |lc| lc + y);
+                let z = cs.alloc(|| "z", || Ok((x_val + Scalar::from(5u64)) * Scalar::from(k as u64 + 5)))?;
+                cs.enforce(|| "(x+5)*in=z", |lc| lc + x + (Scalar::from(5u64), CS::one()), |lc| lc + input, |lc| lc + z);
+                // A row that reads the prefix too.
+                cs.enforce(|| "sq*1=sq", |lc| lc + sq, |lc| lc + CS::one(), |lc| lc + sq);
+            }
+            Ok(())
+        }
+    }
+
+    fn cuts(cuts: &[std::ops::Range<usize>], seed: u64) -> Vec<Ranged> {
+        cuts.iter().map(|r| Ranged { range: r.clone(), seed }).collect()
+    }
+
+    /// The phased path (join, then products), whatever the switch says.
+    fn phased(parts: Vec<Ranged>, compiled: &CompiledCircuit) -> CompiledWitness {
+        let count = parts.len();
+        let runs = run_parts::<_, false>(parts, Some("piece_"), 0).unwrap();
+        witness_of_runs(runs, compiled, std::time::Instant::now(), Default::default(), count).unwrap().unwrap()
+    }
+
+    /// In place: a witness run with the recording's split writes its parts in place and
+    /// equals the phased path and the whole circuit's reference witness; another split with
+    /// as many parts (shares that differ from the layout) falls back to the phased path with
+    /// the same result; so does a run with another number of parts. Unsatisfied witnesses
+    /// give the same first bad row both ways.
+    #[test]
+    fn parts_written_in_place_equal_the_phased_path() {
+        let split = [0..1, 1..4, 4..5, 5..7];
+        let (_, compiled) = compile_pieces(cuts(&split, 3), Some("piece_")).unwrap();
+        assert_eq!(compiled.recorded_parts(), Some(4));
+        let reference = PartitionWitness::synthesize(Ranged { range: 0..7, seed: 8 }).unwrap();
+        let run = |c: &[std::ops::Range<usize>], compiled: &CompiledCircuit| {
+            witness_of_parts(cuts(c, 8), Some("piece_"), compiled).unwrap().unwrap()
+        };
+        let got = run(&split, &compiled);
+        assert!(got.timings.in_place, "the recording's split is written in place");
+        assert_eq!((&got.witness, got.first_unsatisfied), (&reference, None));
+        assert_eq!(got, CompiledWitness { timings: got.timings, ..phased(cuts(&split, 8), &compiled) });
+        for other in [vec![0..2, 2..4, 4..6, 6..7], vec![0..3, 3..7]] {
+            let got = run(&other, &compiled);
+            assert!(!got.timings.in_place, "{other:?}: not the recording's split");
+            assert_eq!((&got.witness, got.first_unsatisfied), (&reference, None), "{other:?}");
+        }
+        // B replaced by A: unsatisfied, first bad row equal both ways.
+        let bad = compiled.perturbed();
+        let got = run(&split, &bad);
+        assert!(got.timings.in_place && got.first_unsatisfied.is_some());
+        let want = phased(cuts(&split, 8), &bad);
+        assert_eq!((&got.witness, got.first_unsatisfied), (&want.witness, want.first_unsatisfied));
+        assert_eq!(got.first_unsatisfied, got.witness.first_unsatisfied());
+    }
+
+    /// A compiled circuit whose rows of one part read another part's column (a crafted or
+    /// corrupt one: recordings never do) still gives the phased path's witness: those rows
+    /// are evaluated again from the whole.
+    #[test]
+    fn a_row_that_reads_another_parts_column_is_evaluated_from_the_whole() {
+        let split = [0..2, 2..4, 4..7];
+        let (_, mut compiled) = compile_pieces(cuts(&split, 3), Some("piece_")).unwrap();
+        let layout = compiled.layout.clone().expect("recorded in parts");
+        let to = layout.offsets();
+        // Part 1's first row of A reads part 2's first aux variable instead.
+        let row = to[1].constraints;
+        let t = compiled.a.start[row] as usize;
+        compiled.a.cols[t] = (compiled.num_inputs + to[2].aux) as u32;
+        let got = witness_of_parts(cuts(&split, 8), Some("piece_"), &compiled).unwrap().unwrap();
+        assert!(got.timings.in_place);
+        let want = phased(cuts(&split, 8), &compiled);
+        assert_eq!((&got.witness, got.first_unsatisfied), (&want.witness, want.first_unsatisfied));
+        assert!(got.first_unsatisfied.is_some(), "the moved column breaks that row");
+    }
+
+    /// The layout survives a save and load; a file whose layout does not add up is refused.
+    #[test]
+    fn the_layout_is_saved_and_checked_on_load() {
+        let (_, compiled) = compile_pieces(cuts(&[0..3, 3..7], 3), Some("piece_")).unwrap();
+        let dir = std::env::temp_dir().join(format!("cuzk-layout-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("c.pce");
+        compiled.save("ranged", &path).unwrap();
+        let loaded = CompiledCircuit::load("ranged", &path).unwrap();
+        assert_eq!(loaded, compiled);
+        assert_eq!(loaded.recorded_parts(), Some(2));
+        let mut skewed = compiled.clone();
+        skewed.layout.as_mut().unwrap().parts[1].aux += 1;
+        skewed.save("ranged", &path).unwrap();
+        let err = CompiledCircuit::load("ranged", &path).unwrap_err().to_string();
+        assert!(err.contains("layout does not add up"), "{err}");
+        std::fs::remove_dir_all(&dir).ok();
     }
 }

@@ -8,11 +8,13 @@
 pub mod backend;
 pub mod compiled;
 pub mod cpu;
+pub mod hugepages;
 pub mod proof;
 pub mod prover;
 pub mod region;
 pub mod shape;
 pub mod srs;
+pub mod switch;
 pub mod testing;
 pub mod witness;
 
