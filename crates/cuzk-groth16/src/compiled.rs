@@ -1062,7 +1062,6 @@ fn witness_in_place<C: Circuit<Scalar> + Send>(
     // Each part's slices of the whole, in order; the input constraints' rows are left.
     type Slices<'a> = (&'a mut [MaybeUninit<Scalar>], &'a mut [MaybeUninit<Scalar>], [&'a mut [MaybeUninit<Scalar>]; 3]);
     let outcomes: Vec<PartDone>;
-    let tail_inside;
     {
         let (mut ins, mut auxs) = (&mut inputs.spare_capacity_mut()[..ni], &mut aux.spare_capacity_mut()[..na]);
         let mut rows: [&mut [MaybeUninit<Scalar>]; 3] = {
@@ -1115,9 +1114,7 @@ fn witness_in_place<C: Circuit<Scalar> + Send>(
                 Ok(PartDone::Written { inside })
             })
             .collect::<Result<_, _>>()?;
-        if outcomes.iter().any(|o| matches!(o, PartDone::Kept(_))) {
-            tail_inside = false;
-        } else {
+        if !outcomes.iter().any(|o| matches!(o, PartDone::Kept(_))) {
             // SAFETY: every part wrote its whole share (write_all checks each length) and the
             // shares add up to the counts (PartLayout::fits, checked when the layout was made
             // or loaded).
@@ -1126,7 +1123,7 @@ fn witness_in_place<C: Circuit<Scalar> + Send>(
                 aux.set_len(na);
             }
             let whole = Whole { inputs: &inputs, aux: &aux };
-            tail_inside = compiled.eval_rows(n - ni, &whole, rows, &first_bad);
+            assert!(compiled.eval_rows(n - ni, &whole, rows, &first_bad), "the whole holds every column");
         }
     }
     if outcomes.iter().any(|o| matches!(o, PartDone::Kept(_))) {
@@ -1166,15 +1163,12 @@ fn witness_in_place<C: Circuit<Scalar> + Send>(
         unsafe { v.set_len(n) };
     }
     // Rows that read outside their part: evaluated again from the whole.
-    let mut redo: Vec<std::ops::Range<usize>> = outcomes
+    let redo: Vec<std::ops::Range<usize>> = outcomes
         .iter()
         .enumerate()
         .filter(|(_, o)| matches!(o, PartDone::Written { inside: false }))
         .map(|(j, _)| to[j].constraints..to[j].constraints + layout.parts[j].constraints)
         .collect();
-    if !tail_inside {
-        redo.push(n - ni..n);
-    }
     if !redo.is_empty() {
         log::warn!("compiled synthesis: {} part(s) read columns outside their own; evaluated again from the whole", redo.len());
         let whole = Whole { inputs: &inputs, aux: &aux };
