@@ -5,7 +5,8 @@
 #   device run: bash crates/cuzk-gpu/device-shape.sh        carry: ["device-carry"]
 #
 # Small shapes first (GPU proof checked equal to the CPU backend's), then the 32 GiB
-# partition shape under each budget of CUZK_BUDGETS. Logs go to $OUT.
+# partition shape under each budget of CUZK_BUDGETS (CUZK_SHAPE_ARGS: more arguments, such as
+# --variant CUZK_MSM_MAX_CHUNK_LOG=22). Logs go to $OUT.
 set -u -o pipefail
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT" /tmp/bin
@@ -18,6 +19,6 @@ for s in ${CUZK_SHAPES:-2^16 2^20 2^22}; do
   /tmp/bin/cuzk-bench shape-bench --shape "$s" --budgets full,1GiB --rounds 2 --mix-c1 device-carry/c1.json 2>&1 | tee -a "$OUT/shape-small.log" || status=1
 done
 if [ -z "${CUZK_SKIP_32G:-}" ]; then
-  /tmp/bin/cuzk-bench shape-bench --shape 32GiB --budgets "${CUZK_BUDGETS:-full,14GiB}" --rounds 2 --mix-c1 device-carry/c1.json 2>&1 | tee "$OUT/shape-32GiB.log" || status=1
+  /tmp/bin/cuzk-bench shape-bench --shape 32GiB --budgets "${CUZK_BUDGETS:-full,14GiB}" --rounds 2 --mix-c1 device-carry/c1.json ${CUZK_SHAPE_ARGS:-} 2>&1 | tee "$OUT/shape-32GiB.log" || status=1
 fi
 exit $status

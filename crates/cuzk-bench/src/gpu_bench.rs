@@ -49,10 +49,17 @@ pub struct GpuBenchArgs {
     /// Leave out the whole-proof row.
     #[arg(long)]
     pub no_porep: bool,
-    /// Also time G1 MSMs (random scalars, 2^22 and up) at window widths 14 to 20 bits, each
-    /// result checked equal to the default width's.
+    /// Also time G1 MSMs (random scalars, at --sweep-logs) at window widths up to 22 bits, in
+    /// chunks of 2^22 points and in one pass, each result checked equal to the default
+    /// width's.
     #[arg(long)]
     pub window_sweep: bool,
+    /// The sizes (log2) of the window sweep.
+    #[arg(long, value_delimiter = ',', default_value = "22,24,26")]
+    pub sweep_logs: Vec<u32>,
+    /// The narrowest width of the window sweep (up to 22 bits).
+    #[arg(long, default_value_t = 14)]
+    pub sweep_min_window: u32,
     /// Bytes for the upload-rate rows.
     #[arg(long, default_value_t = 1 << 30)]
     pub upload_bytes: usize,
@@ -295,35 +302,42 @@ pub fn run(args: &GpuBenchArgs) -> Result<()> {
         }
     }
     if args.window_sweep {
-        for log_n in (22..=max).step_by(2) {
+        // Each width in chunks of 2^22 points (what a call that uploads its scalars takes)
+        // and in one pass (what the H MSM takes now that its scalars are on the device).
+        for &log_n in &args.sweep_logs {
+            anyhow::ensure!(log_n <= max, "--sweep-logs {log_n} above --max-log-msm {max}");
             let n = 1usize << log_n;
             let b = &bases[..n];
             let scalars = random_scalars(n, 7 + log_n as u64);
             gpu.set_msm_window(None);
             let want = gpu.msm_g1(b, Selection::All, &scalars)?;
-            for c in 14..=20u32 {
-                gpu.set_msm_window(Some(c));
-                let (total, k) = best(&gpu, || {
-                    anyhow::ensure!(
-                        gpu.msm_g1(b, Selection::All, &scalars)? == want,
-                        "window {c} differs"
+            for (mode, chunk_log) in [("2^22 chunks", 22u32), ("one pass", log_n)] {
+                std::env::set_var("CUZK_MSM_MAX_CHUNK_LOG", chunk_log.to_string());
+                for c in args.sweep_min_window..=22u32 {
+                    gpu.set_msm_window(Some(c));
+                    let (total, k) = best(&gpu, || {
+                        anyhow::ensure!(
+                            gpu.msm_g1(b, Selection::All, &scalars)? == want,
+                            "window {c} differs"
+                        );
+                        Ok(())
+                    })?;
+                    let windows = 256u32.div_ceil(c) as f64;
+                    emit(
+                        &mut rows,
+                        Row {
+                            op: format!("MSM G1 random, c = {c}, {mode}"),
+                            n: format!("2^{log_n}"),
+                            total_ms: ms(total),
+                            kern_ms: Some(ms(k)),
+                            floor_ms: Some(msm_floor_ms(n as f64 * windows / 16.0, 0.0, FQ_MUL)),
+                            sppark_ms: None,
+                            note: "equal to the default width's result".into(),
+                        },
                     );
-                    Ok(())
-                })?;
-                let windows = 256u32.div_ceil(c) as f64;
-                emit(
-                    &mut rows,
-                    Row {
-                        op: format!("MSM G1 random, c = {c}"),
-                        n: format!("2^{log_n}"),
-                        total_ms: ms(total),
-                        kern_ms: Some(ms(k)),
-                        floor_ms: Some(msm_floor_ms(n as f64 * windows / 16.0, 0.0, FQ_MUL)),
-                        sppark_ms: None,
-                        note: "equal to the default width's result".into(),
-                    },
-                );
+                }
             }
+            std::env::remove_var("CUZK_MSM_MAX_CHUNK_LOG");
             gpu.set_msm_window(None);
         }
     }

@@ -43,10 +43,13 @@ pub struct ShapeBenchArgs {
     /// NTT up and back, h uploaded again): the reference in the same run.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     pub host_h_round: bool,
-    /// After the rounds, one proof under each setting of the prover's measurement switches
-    /// CUZK_PROVER_SPLIT_BESIDE_H, CUZK_PROVER_FREE_BACKGROUND and CUZK_GPU_H_MSM_FROM_HOST.
-    #[arg(long)]
-    pub variants: bool,
+    /// After the rounds, one proof under each variant: measurement switches as
+    /// `NAME=VALUE[,NAME=VALUE...]` (environment variables the prover and the GPU backend
+    /// read, such as CUZK_MSM_MAX_CHUNK_LOG=22, CUZK_GPU_H_OVERLAP=0,
+    /// CUZK_PROVER_SPLIT_BESIDE_H=0, CUZK_PROVER_FREE_BACKGROUND=0,
+    /// CUZK_GPU_H_MSM_FROM_HOST=1). Repeatable.
+    #[arg(long = "variant")]
+    pub variants: Vec<String>,
 }
 
 #[derive(Clone, Copy, Debug, clap::ValueEnum, PartialEq, Eq)]
@@ -316,26 +319,28 @@ fn gpu_budget(
             wall.as_secs_f64() / g
         );
     }
-    if args.variants {
-        let variants = [("1", "1", "0"), ("0", "1", "0"), ("1", "0", "0"), ("0", "0", "0"), ("0", "0", "1")];
-        for (beside, background, from_host) in variants {
-            // A bench's own process; the prover reads these on this thread only.
-            std::env::set_var("CUZK_PROVER_SPLIT_BESIDE_H", beside);
-            std::env::set_var("CUZK_PROVER_FREE_BACKGROUND", background);
-            std::env::set_var("CUZK_GPU_H_MSM_FROM_HOST", from_host);
-            let (w, vt) = one_proof(&gpu, srs, witness, blinding, reference, "gpu variant")?;
-            println!(
-                "  variant CUZK_PROVER_SPLIT_BESIDE_H={beside} CUZK_PROVER_FREE_BACKGROUND={background} CUZK_GPU_H_MSM_FROM_HOST={from_host}: wall {:.1} ms (h step {:.1}, msm h {:.1}, split after h {:.1}, L/A/B {:.1} ms)",
-                ms(w),
-                ms(vt.ntt_h),
-                ms(vt.msm_h),
-                ms(vt.split),
-                ms(vt.msm_l + vt.msm_a + vt.msm_b_g1 + vt.msm_b_g2)
-            );
+    for variant in &args.variants {
+        let vars: Vec<(&str, &str)> = variant
+            .split(',')
+            .map(|kv| kv.split_once('=').ok_or_else(|| anyhow::anyhow!("--variant {variant:?}: expected NAME=VALUE")))
+            .collect::<Result<_>>()?;
+        // A bench's own process; the prover and the backend read these at each call.
+        for (k, v) in &vars {
+            std::env::set_var(k, v);
         }
-        std::env::remove_var("CUZK_PROVER_SPLIT_BESIDE_H");
-        std::env::remove_var("CUZK_PROVER_FREE_BACKGROUND");
-        std::env::remove_var("CUZK_GPU_H_MSM_FROM_HOST");
+        let result = one_proof(&gpu, srs, witness, blinding, reference, "gpu variant");
+        for (k, _) in &vars {
+            std::env::remove_var(k);
+        }
+        let (w, vt) = result?;
+        println!(
+            "  variant {variant}: wall {:.1} ms (h step {:.1}, msm h {:.1}, split after h {:.1}, L/A/B {:.1} ms)",
+            ms(w),
+            ms(vt.ntt_h),
+            ms(vt.msm_h),
+            ms(vt.split),
+            ms(vt.msm_l + vt.msm_a + vt.msm_b_g1 + vt.msm_b_g2)
+        );
     }
     if args.host_h_round {
         gpu.set_device_h(false);

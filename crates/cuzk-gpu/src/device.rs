@@ -279,7 +279,7 @@ impl Gpu {
         }
     }
 
-    /// Forces the MSM window width (4 to 20 bits; None: chosen from the chunk size). For
+    /// Forces the MSM window width (4 to 22 bits; None: chosen from the chunk size). For
     /// measurements: every width gives the same result.
     pub fn set_msm_window(&self, bits: Option<u32>) {
         self.msm_window.store(bits.unwrap_or(0), Ordering::Relaxed);

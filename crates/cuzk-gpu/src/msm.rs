@@ -70,12 +70,18 @@ const _: () = assert!(std::mem::size_of::<G1Projective>() == G1::JAC_BYTES);
 const _: () = assert!(std::mem::size_of::<G2Affine>() == G2::AFFINE_BYTES);
 const _: () = assert!(std::mem::size_of::<G2Projective>() == G2::JAC_BYTES);
 
-/// Window width c for n points: wide enough that the bucket phase dominates, at most 16
-/// bits (2^15 buckets per window).
-fn window_bits(n: usize) -> u32 {
-    let log = usize::BITS - n.max(1).leading_zeros() - 1;
+/// Window width c for chunks of m points: log2(m) - 4, at most 16 bits (2^15 buckets per
+/// window). Measured on the H200 (bench/NOTES.md, 2026-12-03): in one pass over 2^26 and
+/// 2^27 points no width from 17 to 22 bits beat 16, though 22 needs a quarter fewer
+/// additions.
+fn window_bits(m: usize) -> u32 {
+    let log = usize::BITS - m.max(1).leading_zeros() - 1;
     log.saturating_sub(4).clamp(4, 16)
 }
+
+/// The widest window a caller may force (bucket keys and counts stay
+/// within 32 bits: windows x 2^(c-1) < 2^32).
+pub(crate) const MAX_WINDOW: u32 = 22;
 
 /// Per-thread segments of buckets in the window reduction: 1024 per window, or more for
 /// windows wider than 16 bits (at most 32 buckets per thread then).
@@ -92,17 +98,18 @@ const REDUCE_CHUNK: usize = 16;
 /// The smallest chunk a plan may take before it refuses the call.
 pub(crate) const MIN_CHUNK: usize = 1 << 12;
 
-/// The largest chunk (points per pass): CUZK_MSM_MAX_CHUNK_LOG (10 to 30), default 22.
-fn max_chunk() -> usize {
-    static K: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    *K.get_or_init(|| {
-        1usize
-            << std::env::var("CUZK_MSM_MAX_CHUNK_LOG")
-                .ok()
-                .and_then(|v| v.parse::<u32>().ok())
-                .unwrap_or(22)
-                .clamp(10, 30)
-    })
+/// The largest chunk (points per pass). A call that uploads per chunk (scalars from the
+/// host, streamed bases or an index array) takes at most 2^22 points, so that chunk k + 1
+/// goes up while chunk k computes. A call that uploads nothing (scalars on the device,
+/// bases resident and not indexed: the H MSM) is one pass when the budget holds it, since
+/// there is nothing to overlap. CUZK_MSM_MAX_CHUNK_LOG (10 to 30), read at every call,
+/// caps every call when set (a measurement switch).
+fn max_chunk(uploads: bool) -> usize {
+    match std::env::var("CUZK_MSM_MAX_CHUNK_LOG").ok().and_then(|v| v.parse::<u32>().ok()) {
+        Some(log) => 1 << log.clamp(10, 30),
+        None if uploads => 1 << 22,
+        None => 1 << 31,
+    }
 }
 
 /// The steps of a tree reduction of `count` sums in `groups` equal groups: (count, chunk,
@@ -242,28 +249,37 @@ pub struct MsmPlan {
     pub resident_bytes: usize,
 }
 
-/// The plan for `n` points out of `bases` base points, with `available` bytes to spend.
+/// The plan for `n` points out of `bases` base points, with `available` bytes to spend
+/// (scalars from the host).
 pub(crate) fn plan<C: Curve>(
     n: usize,
     source: PointSource,
     sum_only: bool,
     available: usize,
 ) -> Result<MsmPlan, usize> {
-    plan_with::<C>(n, source, sum_only, available, None)
+    plan_with::<C>(n, source, sum_only, false, available, None)
 }
 
-/// As [`plan`], with the window width forced (4 to 20 bits) when `window` is given.
+/// As [`plan`]; `device_scalars`: the scalars are already in device memory (no scalar
+/// buffers, and with resident unindexed bases nothing to upload, so no chunk limit); the
+/// window width forced (4 to [`MAX_WINDOW`] bits) when `window` is given.
 pub(crate) fn plan_with<C: Curve>(
     n: usize,
     source: PointSource,
     sum_only: bool,
+    device_scalars: bool,
     available: usize,
     window: Option<u32>,
 ) -> Result<MsmPlan, usize> {
-    let mut m = n.clamp(1, max_chunk());
+    let uploads = !(sum_only || device_scalars) || source != (PointSource::Resident { indexed: false });
+    let mut m = n.clamp(1, max_chunk(uploads));
     loop {
-        let c = window.map_or_else(|| window_bits(m), |c| c.clamp(4, 20));
-        let bytes = Layout::new::<C>(m, c, source, sum_only).bytes();
+        let c = window.map_or_else(|| window_bits(m), |c| c.clamp(4, MAX_WINDOW));
+        let mut layout = Layout::new::<C>(m, c, source, sum_only);
+        if device_scalars {
+            layout.scalars = 0;
+        }
+        let bytes = layout.bytes();
         if bytes <= available {
             return Ok(MsmPlan {
                 n,
@@ -420,8 +436,8 @@ fn choose_source<C: Curve>(
     let budget = gpu.counters().budget;
     let cached = gpu.resident.lock().unwrap().bytes();
     let full_chunk = Layout::new::<C>(
-        n.clamp(1, max_chunk()),
-        window_bits(n.clamp(1, max_chunk())),
+        n.clamp(1, max_chunk(true)),
+        window_bits(n.clamp(1, max_chunk(true))),
         resident,
         sum_only,
     )
@@ -474,8 +490,9 @@ pub(crate) fn msm<C: Curve>(
         assert!(d.len_bytes() >= n * FR_BYTES, "device scalars shorter than the selection");
     }
     let (source, resident) = choose_source::<C>(gpu, bases, selection, n, sum_only)?;
-    let p =
-        plan_with::<C>(n, source, sum_only, gpu.available(), gpu.msm_window()).map_err(|need| {
+    let device_scalars = matches!(scalars, Scalars::Device(_));
+    let p = plan_with::<C>(n, source, sum_only, device_scalars, gpu.available(), gpu.msm_window())
+        .map_err(|need| {
             let c = gpu.counters();
             GpuError::OverBudget {
                 device: gpu.info().ordinal,
@@ -489,7 +506,7 @@ pub(crate) fn msm<C: Curve>(
     let windows = 256u32.div_ceil(c);
     let half = 1usize << (c - 1);
     let mut l = Layout::new::<C>(m, c, source, sum_only);
-    if matches!(scalars, Scalars::Device(_)) {
+    if device_scalars {
         l.scalars = 0;
     }
     let ws = Workspace::new::<C>(gpu, &l, m)?;
@@ -776,7 +793,7 @@ mod tests {
         for log in 0..=30 {
             let c = window_bits(1 << log);
             assert!((4..=16).contains(&c));
-            for forced in 4..=20u32 {
+            for forced in 4..=MAX_WINDOW {
                 assert!(256u32.div_ceil(forced) * forced >= 256);
                 let half = 1usize << (forced - 1);
                 assert_eq!(half % segments(half), 0);
@@ -815,6 +832,29 @@ mod tests {
         )
         .unwrap();
         assert!(r.work_bytes + 2 * n * 96 <= full.work_bytes + 4096);
+    }
+
+    /// Scalars already on the device over resident, unindexed bases: one pass when the
+    /// budget holds it, no scalar buffers, chunks again when it does not;
+    /// host scalars stay in upload-sized chunks.
+    #[test]
+    fn device_scalars_plan_one_pass() {
+        let n = (1 << 27) - 1;
+        let res = PointSource::Resident { indexed: false };
+        let one = plan_with::<G1>(n, res, false, true, usize::MAX, None).unwrap();
+        assert_eq!((one.chunk, one.chunks), (n, 1));
+        assert_eq!(one.c, 16);
+        let host = plan_with::<G1>(n, res, false, false, usize::MAX, None).unwrap();
+        assert_eq!(host.chunk, 1 << 22);
+        let tight = plan_with::<G1>(n, res, false, true, one.work_bytes / 3, None).unwrap();
+        assert!(tight.chunks > 1 && tight.work_bytes <= one.work_bytes / 3);
+        let idx = PointSource::Resident { indexed: true };
+        assert_eq!(plan_with::<G1>(n, idx, false, true, usize::MAX, None).unwrap().chunk, 1 << 22);
+        // No scalar buffers for device scalars.
+        let m = 1 << 20;
+        let with = plan_with::<G1>(m, res, false, false, usize::MAX, None).unwrap();
+        let without = plan_with::<G1>(m, res, false, true, usize::MAX, None).unwrap();
+        assert!(without.work_bytes + 2 * m * FR_BYTES <= with.work_bytes + 4096);
     }
 
     #[test]

@@ -482,17 +482,29 @@ pub(crate) fn h_on_device(
     );
     // The inverse root's table while a, b, c go up (copy stream) and their tails are zeroed.
     twiddles(gpu, root_inv, log_n, &tw)?;
+    // Each polynomial's inverse NTT is queued as soon as it is up, so that the next one's
+    // upload (the host filling the staging buffers) runs beside it. Measurement switch:
+    // CUZK_GPU_H_OVERLAP=0 queues them after all three uploads.
+    let overlap = !std::env::var("CUZK_GPU_H_OVERLAP").is_ok_and(|v| v == "0");
     let mut upload = std::time::Duration::ZERO;
-    for (buf, v) in polys.iter().zip([a, b, c]) {
-        gpu.memset_bytes(buf.ptr() + (v.len() * FR_BYTES) as u64, (n - v.len()) * FR_BYTES, 0)?;
-        let tu = Instant::now();
-        gpu.upload_slice(buf, v, None)?;
-        upload += tu.elapsed();
-    }
     let (kstart, kend) = (Event::new(true)?, Event::new(true)?);
-    kstart.record(gpu.stream())?;
-    for p in polys.iter_mut() {
-        run_passes(gpu, p, &mut scratch, tw.ptr(), log_n, inv.0.as_ref(), inv.1.as_ref())?;
+    for (k, (p, v)) in polys.iter_mut().zip([a, b, c]).enumerate() {
+        gpu.memset_bytes(p.ptr() + (v.len() * FR_BYTES) as u64, (n - v.len()) * FR_BYTES, 0)?;
+        let tu = Instant::now();
+        gpu.upload_slice(p, v, None)?;
+        upload += tu.elapsed();
+        if k == 0 && overlap {
+            kstart.record(gpu.stream())?;
+        }
+        if overlap {
+            run_passes(gpu, p, &mut scratch, tw.ptr(), log_n, inv.0.as_ref(), inv.1.as_ref())?;
+        }
+    }
+    if !overlap {
+        kstart.record(gpu.stream())?;
+        for p in polys.iter_mut() {
+            run_passes(gpu, p, &mut scratch, tw.ptr(), log_n, inv.0.as_ref(), inv.1.as_ref())?;
+        }
     }
     twiddles(gpu, root, log_n, &tw)?;
     for p in polys.iter_mut() {

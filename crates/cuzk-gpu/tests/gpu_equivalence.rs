@@ -548,3 +548,31 @@ fn h_step_on_device_matches_cpu() {
     assert!(matches!(err, Err(BackendError::LengthMismatch { .. })), "{err:?}");
     say(&format!("h step on the device: {} lengths equal to the CPU backend, lean and host paths too", lens.len()));
 }
+
+/// Windows wider than the 16 bits a chunk of 2^22 takes, up to the 22 bits of the H MSM at
+/// 2^27 (one pass over the H step's device scalars), equal the CPU backend: from host
+/// scalars and from the device, at a length that is not a power of two.
+#[test]
+fn wide_windows_match_cpu() {
+    let Some((gpu, _serial)) = gpu() else { return };
+    let n = 1usize << 16;
+    let bases = random_bases(n, 90);
+    let scalars = random_scalars(n - 3, 91);
+    let want = CpuBackend.msm_g1(&bases[..n - 3], Selection::All, &scalars).unwrap();
+    let len = n - 5;
+    let (a, b) = (random_scalars(len, 92), random_scalars(len, 93));
+    let c: Vec<Scalar> = a.iter().zip(&b).map(|(x, y)| x * y + Scalar::ONE).collect();
+    let hb = &bases[..n - 1];
+    let (h_want, _) = CpuBackend.h_msm(a.clone(), b.clone(), c.clone(), hb).unwrap();
+    for w in 17..=22u32 {
+        gpu.set_msm_window(Some(w));
+        let got = gpu.msm_g1(&bases[..n - 3], Selection::All, &scalars);
+        let h_got = gpu.h_msm(a.clone(), b.clone(), c.clone(), hb);
+        gpu.set_msm_window(None);
+        assert_eq!(got.unwrap(), want, "MSM at window {w} differs from the CPU backend");
+        assert_eq!(gpu.last_h_step(), HStep::Device);
+        assert_eq!(h_got.unwrap().0, h_want, "H MSM from the device at window {w} differs");
+        assert_arena_empty(gpu);
+    }
+    say("wide windows 17..22: MSM and H MSM equal to the CPU backend");
+}
