@@ -212,6 +212,16 @@ impl Layout {
         l
     }
 
+    /// As [`Layout::new`], without scalar buffers when the scalars are already on the
+    /// device (chunks read them in place).
+    fn of_call<C: Curve>(m: usize, c: u32, source: PointSource, sum_only: bool, device_scalars: bool) -> Layout {
+        let mut l = Layout::new::<C>(m, c, source, sum_only);
+        if device_scalars {
+            l.scalars = 0;
+        }
+        l
+    }
+
     /// What the chunk's workspace takes from the arena: inputs and readback sources twice
     /// (double-buffered), the rest once.
     fn bytes(&self) -> usize {
@@ -275,11 +285,7 @@ pub(crate) fn plan_with<C: Curve>(
     let mut m = n.clamp(1, max_chunk(uploads));
     loop {
         let c = window.map_or_else(|| window_bits(m), |c| c.clamp(4, MAX_WINDOW));
-        let mut layout = Layout::new::<C>(m, c, source, sum_only);
-        if device_scalars {
-            layout.scalars = 0;
-        }
-        let bytes = layout.bytes();
+        let bytes = Layout::of_call::<C>(m, c, source, sum_only, device_scalars).bytes();
         if bytes <= available {
             return Ok(MsmPlan {
                 n,
@@ -505,10 +511,7 @@ pub(crate) fn msm<C: Curve>(
     let (m, c) = (p.chunk, p.c);
     let windows = 256u32.div_ceil(c);
     let half = 1usize << (c - 1);
-    let mut l = Layout::new::<C>(m, c, source, sum_only);
-    if device_scalars {
-        l.scalars = 0;
-    }
+    let l = Layout::of_call::<C>(m, c, source, sum_only, device_scalars);
     let ws = Workspace::new::<C>(gpu, &l, m)?;
     let mut upload_time = Duration::ZERO;
 
