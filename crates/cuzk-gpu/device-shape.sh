@@ -19,6 +19,10 @@ for s in ${CUZK_SHAPES:-2^16 2^20 2^22}; do
   /tmp/bin/cuzk-bench shape-bench --shape "$s" --budgets full,1GiB --rounds 2 --mix-c1 device-carry/c1.json 2>&1 | tee -a "$OUT/shape-small.log" || status=1
 done
 if [ -z "${CUZK_SKIP_32G:-}" ]; then
+  # SM clock, power and temperature every 200 ms beside the 32 GiB run (throttling shows here).
+  nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,utilization.gpu,clocks_throttle_reasons.active --format=csv -lms 200 > "$OUT/smi-samples.csv" 2>&1 &
+  smi=$!
   /tmp/bin/cuzk-bench shape-bench --shape 32GiB --budgets "${CUZK_BUDGETS:-full,14GiB}" --rounds 2 --mix-c1 device-carry/c1.json ${CUZK_SHAPE_ARGS:-} 2>&1 | tee "$OUT/shape-32GiB.log" || status=1
+  kill $smi 2>/dev/null
 fi
 exit $status

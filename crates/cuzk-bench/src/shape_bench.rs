@@ -136,6 +136,20 @@ fn measured_mix(c1: &std::path::Path) -> Result<WitnessMix> {
     Ok(WitnessMix::of(&w))
 }
 
+/// The last h_msm call's own split: the H step's kernels (events) and host time uploading
+/// a, b, c; the MSM's kernels, the driver allocation of its workspace, and its uploads.
+fn h_msm_split(gpu: &GpuBackend) -> String {
+    let t = gpu.last_h_split();
+    format!(
+        "H step kernels {:.1} ms, upload {:.1} ms; H MSM kernels {:.1} ms, workspace alloc {:.1} ms, upload {:.1} ms",
+        ms(t.step.kernels),
+        ms(t.step.upload),
+        ms(t.msm.kernels),
+        ms(t.msm.alloc),
+        ms(t.msm.upload)
+    )
+}
+
 fn print_stages(t: &ProveTimings, wall: Duration) {
     let rows = [
         ("h step (ntt, quotient)", t.ntt_h),
@@ -295,11 +309,12 @@ fn gpu_budget(
         let c = gpu.arena_counters();
         let (res_bytes, res_arrays) = gpu.resident();
         println!(
-            "  round {round}: wall {:.1} ms; H step {:?}; VRAM high water {:.2} GiB, resident {:.1} GiB in {res_arrays} arrays",
+            "  round {round}: wall {:.1} ms; H step {:?}; VRAM high water {:.2} GiB, resident {:.1} GiB in {res_arrays} arrays; {}",
             ms(wall),
             gpu.last_h_step(),
             gib(c.high_water),
-            gib(res_bytes)
+            gib(res_bytes),
+            h_msm_split(&gpu)
         );
         if round > 1 || args.rounds <= 1 {
             if best.as_ref().is_none_or(|b| wall < b.0) {
@@ -334,12 +349,13 @@ fn gpu_budget(
         }
         let (w, vt) = result?;
         println!(
-            "  variant {variant}: wall {:.1} ms (h step {:.1}, msm h {:.1}, split after h {:.1}, L/A/B {:.1} ms)",
+            "  variant {variant}: wall {:.1} ms (h step {:.1}, msm h {:.1}, split after h {:.1}, L/A/B {:.1} ms; {})",
             ms(w),
             ms(vt.ntt_h),
             ms(vt.msm_h),
             ms(vt.split),
-            ms(vt.msm_l + vt.msm_a + vt.msm_b_g1 + vt.msm_b_g2)
+            ms(vt.msm_l + vt.msm_a + vt.msm_b_g1 + vt.msm_b_g2),
+            h_msm_split(&gpu)
         );
     }
     if args.host_h_round {
@@ -352,6 +368,7 @@ fn gpu_budget(
             ms(host_wall),
             host_wall.as_secs_f64() / wall.as_secs_f64()
         );
+        println!("    {}", h_msm_split(&gpu));
         print_stages(&ht, host_wall);
     }
     gpu.release_caches()?;

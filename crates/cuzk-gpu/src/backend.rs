@@ -5,6 +5,7 @@ use ff::Field;
 use cuzk_groth16::backend::{check_msm_args, check_quotient_args, ntt_log_size};
 use cuzk_groth16::{Backend, BackendError, NttDirection, Selection, SrsShape};
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use crate::arena::{reserved_size, ArenaCounters};
@@ -28,6 +29,17 @@ pub struct GpuBackend {
     device_h: AtomicBool,
     /// Which path the last `h_msm` call took (an [`HStep`] as u8).
     last_h: AtomicU8,
+    /// The splits of the last `h_msm` call's H step and MSM (the other MSMs of a proof
+    /// overwrite [`GpuBackend::last_timings`]).
+    last_h_split: Mutex<HSplit>,
+}
+
+/// The split of one [`Backend::h_msm`] call: its H step (zero on the host path, whose NTTs
+/// are several calls) and its MSM.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct HSplit {
+    pub step: OpTimings,
+    pub msm: OpTimings,
 }
 
 /// Where [`Backend::h_msm`] computed h.
@@ -104,6 +116,7 @@ impl GpuBackend {
             gpu,
             device_h: AtomicBool::new(true),
             last_h: AtomicU8::new(HStep::Host as u8),
+            last_h_split: Mutex::default(),
         }
     }
 
@@ -112,6 +125,11 @@ impl GpuBackend {
     /// uploaded again for its MSM): the reference for equality tests and benches.
     pub fn set_device_h(&self, on: bool) {
         self.device_h.store(on, Ordering::Relaxed)
+    }
+
+    /// The split of the last [`Backend::h_msm`] call.
+    pub fn last_h_split(&self) -> HSplit {
+        *self.last_h_split.lock().unwrap()
     }
 
     /// The path the last [`Backend::h_msm`] took.
@@ -319,12 +337,17 @@ impl Backend for GpuBackend {
             HStep::Lean
         };
         self.last_h.store(path as u8, Ordering::Relaxed);
-        let (mut b, mut c) = (b, c);
         let t = Instant::now();
         let h = match path {
-            HStep::Host => return cuzk_groth16::prover::h_msm_via_host(self, a, b, c, h_bases),
-            HStep::Device => ntt::h_on_device(&self.gpu, &a, &b, &c, log_n),
+            HStep::Host => {
+                let out = cuzk_groth16::prover::h_msm_via_host(self, a, b, c, h_bases)?;
+                let msm = self.gpu.last_timings();
+                *self.last_h_split.lock().unwrap() = HSplit { step: OpTimings::default(), msm };
+                return Ok(out);
+            }
+            HStep::Device => ntt::h_on_device(&self.gpu, a, b, c, log_n),
             HStep::Lean => {
+                let (mut b, mut c) = (b, c);
                 let need = ntt::ntt_bytes(log_n);
                 if need > self.gpu.available() {
                     let c = self.gpu.counters();
@@ -335,12 +358,14 @@ impl Backend for GpuBackend {
                         budget: c.budget,
                     }));
                 }
-                ntt::h_on_device_lean(&self.gpu, &a, &mut b, &mut c, log_n)
+                let h = ntt::h_on_device_lean(&self.gpu, &a, &mut b, &mut c, log_n);
+                cuzk_groth16::prover::drop_in_background((a, b, c));
+                h
             }
         }
         .map_err(unavailable)?;
         let h_step = t.elapsed();
-        cuzk_groth16::prover::drop_in_background((a, b, c));
+        let step = self.gpu.last_timings();
         // Measurement switch: CUZK_GPU_H_MSM_FROM_HOST=1 brings h back and uploads it again
         // for its MSM (as the host path's MSM does), to compare the two MSM inputs.
         let acc = if std::env::var("CUZK_GPU_H_MSM_FROM_HOST").is_ok_and(|v| v == "1") {
@@ -356,6 +381,7 @@ impl Backend for GpuBackend {
             msm::msm::<G1>(&self.gpu, h_bases, Selection::All, Scalars::Device(&h))
         }
         .map_err(unavailable)?;
+        *self.last_h_split.lock().unwrap() = HSplit { step, msm: self.gpu.last_timings() };
         Ok((acc, h_step))
     }
 }

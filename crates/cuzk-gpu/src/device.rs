@@ -115,13 +115,15 @@ struct StageSlot {
 /// Wall-clock split of the last operation: host time spent handing data to the copy stream
 /// (pageable -> pinned staging -> device, overlapped with kernels already queued), the rest
 /// of the call until its results were on the host, the device-to-host part of that, and the
-/// kernels alone (measured with events on the compute stream).
+/// kernels alone (measured with events on the compute stream). `alloc` is the part of
+/// `compute` spent taking the call's device workspace from the driver (MSM only).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct OpTimings {
     pub upload: Duration,
     pub compute: Duration,
     pub download: Duration,
     pub kernels: Duration,
+    pub alloc: Duration,
 }
 
 /// Pointer to a kernel argument, as cuLaunchKernel takes them.

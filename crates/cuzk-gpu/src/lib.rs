@@ -22,7 +22,7 @@ pub mod pinned;
 mod resident;
 
 pub use arena::{ArenaCounters, DeviceBuffer, VramArena};
-pub use backend::{GpuBackend, HStep, ProofFootprint};
+pub use backend::{GpuBackend, HSplit, HStep, ProofFootprint};
 pub use device::{devices, driver_present, DeviceInfo, Gpu, OpTimings, UploadRates, VramBudget};
 pub use error::GpuError;
 pub use kernels::kernels_built;

@@ -512,7 +512,9 @@ pub(crate) fn msm<C: Curve>(
     let windows = 256u32.div_ceil(c);
     let half = 1usize << (c - 1);
     let l = Layout::of_call::<C>(m, c, source, sum_only, device_scalars);
+    let ta = Instant::now();
     let ws = Workspace::new::<C>(gpu, &l, m)?;
+    let alloc = ta.elapsed();
     let mut upload_time = Duration::ZERO;
 
     // Inputs of chunk j into slot j % 2, on the copy stream after the compute stream has
@@ -781,6 +783,7 @@ pub(crate) fn msm<C: Curve>(
         compute: t0.elapsed().saturating_sub(upload_time),
         download: Duration::ZERO,
         kernels,
+        alloc,
     });
     Ok(acc + ones_acc)
 }

@@ -331,6 +331,7 @@ pub(crate) fn ntt(
         compute: (t2 - t0).saturating_sub(upload),
         download: t2.elapsed(),
         kernels: kend.since(&kstart)?,
+        ..Default::default()
     });
     Ok(())
 }
@@ -430,6 +431,7 @@ pub(crate) fn h_on_device_lean(
         compute: t0.elapsed().saturating_sub(upload + download),
         download,
         kernels: kend.since(&kstart)?,
+        ..Default::default()
     });
     Ok(x)
 }
@@ -454,15 +456,22 @@ pub(crate) fn h_step_bytes(log_n: u32) -> usize {
 /// witness and is not part of h); nothing of it crosses PCIe. Equal to
 /// `cuzk_groth16::prover::compute_h` element for element. The caller checks
 /// [`h_step_bytes`] against the budget first.
+///
+/// a, b and c are freed (on a thread of their own) as soon as each is up, so that giving
+/// their pages back to the system overlaps the NTT kernels instead of the H MSM, whose
+/// workspace allocation waits for it. Measurement switch: CUZK_GPU_FREE_AFTER_UPLOAD=0 frees
+/// them after the H step, as before.
 pub(crate) fn h_on_device(
     gpu: &Gpu,
-    a: &[Scalar],
-    b: &[Scalar],
-    c: &[Scalar],
+    a: Vec<Scalar>,
+    b: Vec<Scalar>,
+    c: Vec<Scalar>,
     log_n: u32,
 ) -> Result<DeviceBuffer, GpuError> {
     let n = 1usize << log_n;
     assert!(a.len() <= n && b.len() == a.len() && c.len() == a.len() && log_n >= 1);
+    let free_early = !std::env::var("CUZK_GPU_FREE_AFTER_UPLOAD").is_ok_and(|v| v == "0");
+    let mut kept = Vec::new();
     let _region = gpu.enter()?;
     gpu.check_cancel()?;
     let t0 = Instant::now();
@@ -491,8 +500,14 @@ pub(crate) fn h_on_device(
     for (k, (p, v)) in polys.iter_mut().zip([a, b, c]).enumerate() {
         gpu.memset_bytes(p.ptr() + (v.len() * FR_BYTES) as u64, (n - v.len()) * FR_BYTES, 0)?;
         let tu = Instant::now();
-        gpu.upload_slice(p, v, None)?;
+        gpu.upload_slice(p, &v, None)?;
         upload += tu.elapsed();
+        // The host copy is in the staging buffers once upload_slice returns.
+        if free_early {
+            cuzk_groth16::prover::drop_in_background(v);
+        } else {
+            kept.push(v);
+        }
         if k == 0 && overlap {
             kstart.record(gpu.stream())?;
         }
@@ -526,12 +541,14 @@ pub(crate) fn h_on_device(
     kend.record(gpu.stream())?;
     gpu.sync()?;
     drop(_drain);
+    cuzk_groth16::prover::drop_in_background(kept);
     let [h, ..] = polys;
     gpu.set_timings(OpTimings {
         upload,
         compute: t0.elapsed().saturating_sub(upload),
         download: std::time::Duration::ZERO,
         kernels: kend.since(&kstart)?,
+        ..Default::default()
     });
     Ok(h)
 }
@@ -589,6 +606,7 @@ pub(crate) fn coset_quotient(
         compute: t0.elapsed().saturating_sub(upload),
         download: std::time::Duration::ZERO,
         kernels: kend.since(&kstart)?,
+        ..Default::default()
     });
     Ok(())
 }
