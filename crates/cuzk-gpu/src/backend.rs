@@ -359,7 +359,7 @@ impl Backend for GpuBackend {
                     }));
                 }
                 let h = ntt::h_on_device_lean(&self.gpu, &a, &mut b, &mut c, log_n);
-                cuzk_groth16::prover::drop_in_background((a, b, c));
+                cuzk_groth16::release::drop_in_background((a, b, c));
                 h
             }
         }

@@ -504,7 +504,7 @@ pub(crate) fn h_on_device(
         upload += tu.elapsed();
         // The host copy is in the staging buffers once upload_slice returns.
         if free_early {
-            cuzk_groth16::prover::drop_in_background(v);
+            cuzk_groth16::release::drop_in_background(v);
         } else {
             kept.push(v);
         }
@@ -541,7 +541,9 @@ pub(crate) fn h_on_device(
     kend.record(gpu.stream())?;
     gpu.sync()?;
     drop(_drain);
-    cuzk_groth16::prover::drop_in_background(kept);
+    for v in kept {
+        cuzk_groth16::release::drop_in_background(v);
+    }
     let [h, ..] = polys;
     gpu.set_timings(OpTimings {
         upload,

@@ -12,6 +12,7 @@ pub mod hugepages;
 pub mod proof;
 pub mod prover;
 pub mod region;
+pub mod release;
 pub mod shape;
 pub mod srs;
 pub mod switch;

@@ -18,6 +18,8 @@ use ff::Field;
 use group::{prime::PrimeCurveAffine, Curve};
 
 use crate::backend::{Backend, BackendError, NttDirection, Selection};
+use crate::release::{drop_in_background, Garbage};
+use crate::switch::knob;
 use crate::proof::Proof;
 use crate::srs::{Srs, SrsShape};
 use crate::witness::{Density, PartitionWitness};
@@ -121,6 +123,14 @@ struct Classified<'a> {
     values: &'a [Scalar],
     class: &'a [u8],
     density: Option<&'a Density>,
+}
+
+impl Garbage for SplitScalars {
+    fn release_pages(&mut self) {
+        self.ones.release_pages();
+        self.others.release_pages();
+        self.other_scalars.release_pages();
+    }
 }
 
 impl SplitScalars {
@@ -319,23 +329,6 @@ pub fn h_msm_via_host<B: Backend + ?Sized>(
     Ok((acc, h_step))
 }
 
-/// A measurement switch from the environment (read at each call): "0" is off, "1" on.
-fn knob(name: &str, default: bool) -> bool {
-    std::env::var(name).map_or(default, |v| v != "0")
-}
-
-/// Frees large buffers on a thread of their own: returning gigabytes to the system takes
-/// a noticeable fraction of a second that the proof need not wait for.
-pub fn drop_in_background<T: Send + 'static>(value: T) {
-    if !knob("CUZK_PROVER_FREE_BACKGROUND", true) {
-        drop(value);
-        return;
-    }
-    if std::thread::Builder::new().name("cuzk-free".into()).spawn(move || drop(value)).is_err() {
-        // No thread to be had: free here (the value was moved into the failed closure and
-        // dropped with it).
-    }
-}
 
 /// Proves one partition with blinding `r`, `s`. The witness is consumed (its a, b, c become
 /// h in place).
