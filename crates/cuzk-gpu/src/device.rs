@@ -15,6 +15,7 @@ use crate::error::{driver, GpuError};
 use crate::kernels::{Kernel, Kernels};
 use crate::pinned::{PinnedBuffer, PinnedPool};
 use crate::resident::ResidentCache;
+use cuzk_groth16::pools::SidePool;
 use rayon::prelude::*;
 
 /// What the driver says about one GPU.
@@ -187,6 +188,12 @@ impl Drop for Event {
 
 /// Elements of T per parallel fill task.
 const FILL_TASK_BYTES: usize = 1 << 20;
+
+/// The host side of every staged copy (pageable memory to and from the pinned staging
+/// buffers) runs on a pool of its own, so that the copies feeding the GPU never queue
+/// behind synthesis or the scalar split on rayon's global pool (cuzk_groth16::pools): half
+/// the cores, at most 8, or `CUZK_GPU_COPY_THREADS` (`0`: the global pool, as before).
+static COPY_POOL: SidePool = SidePool::new("CUZK_GPU_COPY_THREADS", "cuzk-copy", |cores| (cores / 2).clamp(1, 8));
 
 impl Gpu {
     pub fn open(ordinal: usize, budget: VramBudget) -> Result<Self, GpuError> {
@@ -408,9 +415,11 @@ impl Gpu {
                 }
                 let count = per.min(len - start);
                 let buf = slot.buf.as_mut_slice::<T>(count);
-                buf.par_chunks_mut(task)
-                    .enumerate()
-                    .for_each(|(i, part)| fill(start + i * task, part));
+                COPY_POOL.install(|| {
+                    buf.par_chunks_mut(task)
+                        .enumerate()
+                        .for_each(|(i, part)| fill(start + i * task, part))
+                });
                 // SAFETY: `dst` holds `len` elements; the staging buffer is page-locked and
                 // not written again before `done` (recorded next) completes.
                 unsafe {
@@ -475,10 +484,12 @@ impl Gpu {
                     slot.done.sync()?;
                     slot.busy = false;
                     let from = slot.buf.as_slice::<T>(count);
-                    dst[start..start + count]
-                        .par_chunks_mut(task)
-                        .zip(from.par_chunks(task))
-                        .for_each(|(d, s)| d.copy_from_slice(s));
+                    COPY_POOL.install(|| {
+                        dst[start..start + count]
+                            .par_chunks_mut(task)
+                            .zip(from.par_chunks(task))
+                            .for_each(|(d, s)| d.copy_from_slice(s))
+                    });
                 }
                 Ok(())
             };

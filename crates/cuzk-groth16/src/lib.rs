@@ -9,6 +9,7 @@ pub mod backend;
 pub mod compiled;
 pub mod cpu;
 pub mod hugepages;
+pub mod pools;
 pub mod proof;
 pub mod prover;
 pub mod region;

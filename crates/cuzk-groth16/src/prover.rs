@@ -18,6 +18,7 @@ use ff::Field;
 use group::{prime::PrimeCurveAffine, Curve};
 
 use crate::backend::{Backend, BackendError, NttDirection, Selection};
+use crate::pools::SidePool;
 use crate::release::{drop_in_background, Garbage};
 use crate::switch::knob;
 use crate::proof::Proof;
@@ -330,6 +331,12 @@ pub fn h_msm_via_host<B: Backend + ?Sized>(
 }
 
 
+/// The pool that splits the scalars beside the H step: a quarter of the cores (at least 2),
+/// or `CUZK_PROVER_SPLIT_THREADS`; `0` splits on rayon's global pool, as before. The split
+/// has the whole H step and H MSM to finish in, and must not hold up the H step's uploads
+/// (crate::pools).
+static SPLIT_POOL: SidePool = SidePool::new("CUZK_PROVER_SPLIT_THREADS", "cuzk-split", |cores| (cores / 4).max(2));
+
 /// Proves one partition with blinding `r`, `s`. The witness is consumed (its a, b, c become
 /// h in place).
 pub fn prove(
@@ -363,13 +370,16 @@ pub fn prove(
     let started = Instant::now();
     let split = || {
         let t0 = Instant::now();
-        let splits = SplitScalars::of_witness(
-            &input_assignment,
-            &aux_assignment,
-            &a_aux_density,
-            &b_input_density,
-            &b_aux_density,
-        );
+        let run = || {
+            SplitScalars::of_witness(
+                &input_assignment,
+                &aux_assignment,
+                &a_aux_density,
+                &b_input_density,
+                &b_aux_density,
+            )
+        };
+        let splits = SPLIT_POOL.install(run);
         (splits, t0.elapsed())
     };
     let (h_result, split_result) = if knob("CUZK_PROVER_SPLIT_BESIDE_H", true) {
