@@ -190,10 +190,13 @@ impl Drop for Event {
 const FILL_TASK_BYTES: usize = 1 << 20;
 
 /// The host side of every staged copy (pageable memory to and from the pinned staging
-/// buffers) runs on a pool of its own, so that the copies feeding the GPU never queue
-/// behind synthesis or the scalar split on rayon's global pool (cuzk_groth16::pools): half
-/// the cores, at most 8, or `CUZK_GPU_COPY_THREADS` (`0`: the global pool, as before).
-static COPY_POOL: SidePool = SidePool::new("CUZK_GPU_COPY_THREADS", "cuzk-copy", |cores| (cores / 2).clamp(1, 8));
+/// buffers) runs on rayon's global pool, or with `CUZK_GPU_COPY_THREADS=N` on a pool of its
+/// own (cuzk_groth16::pools), where it cannot queue behind synthesis. Measured on the H200
+/// (2026-12-03, bench/NOTES.md) with the scalar split on its own pool: a 2^27 H step's
+/// uploads took 0.27 s on the global pool's 16 threads and 0.50 s on a pool of 8, so the
+/// global pool is the default; a pool of its own under the engine's synthesis load is not
+/// measured yet.
+static COPY_POOL: SidePool = SidePool::new("CUZK_GPU_COPY_THREADS", "cuzk-copy", |_| 0);
 
 impl Gpu {
     pub fn open(ordinal: usize, budget: VramBudget) -> Result<Self, GpuError> {

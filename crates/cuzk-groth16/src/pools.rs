@@ -3,17 +3,19 @@
 //! rayon runs tasks from one queue per pool: work that sits on a critical path (the host
 //! copies that feed the GPU, [`crate::prover`]'s scalar split beside the H step) waits
 //! there behind whatever else was queued first (synthesis, the other of the two). On the
-//! H200 (2026-12-03, bench/NOTES.md), a 2^27 H step's 12 GiB upload took 0.70 s with the
-//! split beside it on the global pool against 0.26 s without it.
+//! H200 (2026-12-03, bench/NOTES.md), a 2^27 H step's 12 GiB upload took 0.78 s with the
+//! split beside it on the global pool, and 0.27 s with the split on a pool of its own.
 
 use std::sync::OnceLock;
 
 /// A lazily built rayon pool sized by an environment variable (read when it is built), or
-/// rayon's global pool while that variable is `0` (read at each call: a measurement switch).
+/// rayon's global pool while that variable is `0` (read at each call: a measurement switch)
+/// or while it is unset and the default for the machine is 0 threads.
 pub struct SidePool {
     var: &'static str,
     name: &'static str,
-    /// Threads for a machine of this many cores, when the variable is unset.
+    /// Threads for a machine of this many cores, when the variable is unset (0: the
+    /// global pool).
     default_threads: fn(usize) -> usize,
     pool: OnceLock<Option<rayon::ThreadPool>>,
 }
@@ -47,8 +49,10 @@ impl SidePool {
                 let cores = std::thread::available_parallelism().map_or(4, |n| n.get());
                 let threads = var
                     .and_then(|v| v.trim().parse().ok())
-                    .unwrap_or_else(|| (self.default_threads)(cores))
-                    .max(1);
+                    .unwrap_or_else(|| (self.default_threads)(cores));
+                if threads == 0 {
+                    return None;
+                }
                 let name = self.name;
                 rayon::ThreadPoolBuilder::new()
                     .num_threads(threads)
