@@ -191,7 +191,8 @@ const FILL_TASK_BYTES: usize = 1 << 20;
 
 /// The host side of every staged copy (pageable memory to and from the pinned staging
 /// buffers) runs on rayon's global pool, or with `CUZK_GPU_COPY_THREADS=N` on a pool of its
-/// own (cuzk_groth16::pools), where it cannot queue behind synthesis. Measured on the H200
+/// own (cuzk_groth16::pools), where it cannot queue behind other work on the global pool
+/// (synthesis has pools of its own already). Measured on the H200
 /// (2026-12-03, bench/NOTES.md) with the scalar split on its own pool: a 2^27 H step's
 /// uploads took 0.27 s on the global pool's 16 threads and 0.50 s on a pool of 8, so the
 /// global pool is the default; a pool of its own under the engine's synthesis load is not

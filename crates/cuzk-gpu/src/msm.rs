@@ -103,18 +103,16 @@ pub(crate) const MIN_CHUNK: usize = 1 << 12;
 /// goes up while chunk k computes. A call that uploads nothing (scalars on the device,
 /// bases resident and not indexed: the H MSM) is one pass when the budget holds it, since
 /// there is nothing to overlap. Measurement switches, read at every call (10 to 30):
-/// CUZK_MSM_MAX_CHUNK_LOG caps every call when set; CUZK_MSM_UPLOAD_CHUNK_LOG sets the chunk
-/// of the calls that upload (fewer chunk boundaries against a longer first upload).
+/// CUZK_MSM_MAX_CHUNK_LOG sets every call's chunk when set (up to what the budget holds);
+/// otherwise CUZK_MSM_UPLOAD_CHUNK_LOG sets the chunk of the calls that upload (fewer chunk
+/// boundaries against a longer first upload).
 fn max_chunk(uploads: bool) -> usize {
     let log = |var: &str| std::env::var(var).ok().and_then(|v| v.trim().parse::<u32>().ok()).map(|l| l.clamp(10, 30));
-    let chunk = match log("CUZK_MSM_UPLOAD_CHUNK_LOG") {
-        Some(l) if uploads => 1 << l,
-        _ if uploads => 1 << 22,
-        _ => 1 << 31,
-    };
-    match log("CUZK_MSM_MAX_CHUNK_LOG") {
-        Some(l) => chunk.min(1 << l),
-        None => chunk,
+    match (log("CUZK_MSM_MAX_CHUNK_LOG"), log("CUZK_MSM_UPLOAD_CHUNK_LOG")) {
+        (Some(l), _) => 1 << l,
+        (None, Some(l)) if uploads => 1 << l,
+        (None, _) if uploads => 1 << 22,
+        (None, _) => 1 << 31,
     }
 }
 

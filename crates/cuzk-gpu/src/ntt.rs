@@ -541,15 +541,18 @@ pub(crate) fn h_on_device(
     kend.record(gpu.stream())?;
     gpu.sync()?;
     drop(_drain);
+    let kernels = kend.since(&kstart)?;
+    let [h, ..] = polys;
+    drop((scratch, tw, dz));
+    // The old order: a, b and c freed once the step's device buffers are back.
     for v in kept {
         cuzk_groth16::release::drop_in_background(v);
     }
-    let [h, ..] = polys;
     gpu.set_timings(OpTimings {
         upload,
         compute: t0.elapsed().saturating_sub(upload),
         download: std::time::Duration::ZERO,
-        kernels: kend.since(&kstart)?,
+        kernels,
         ..Default::default()
     });
     Ok(h)

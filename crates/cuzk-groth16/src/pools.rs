@@ -2,22 +2,27 @@
 //!
 //! rayon runs tasks from one queue per pool: work that sits on a critical path (the host
 //! copies that feed the GPU, [`crate::prover`]'s scalar split beside the H step) waits
-//! there behind whatever else was queued first (synthesis, the other of the two). On the
+//! there behind whatever else was queued first (the other of the two; synthesis has pools
+//! of its own, cuzk-filecoin's synthesis.rs). On the
 //! H200 (2026-12-03, bench/NOTES.md), a 2^27 H step's 12 GiB upload took 0.78 s with the
 //! split beside it on the global pool, and 0.27 s with the split on a pool of its own.
 
-use std::sync::OnceLock;
+use std::sync::Mutex;
 
-/// A lazily built rayon pool sized by an environment variable (read when it is built), or
-/// rayon's global pool while that variable is `0` (read at each call: a measurement switch)
-/// or while it is unset and the default for the machine is 0 threads.
+/// A rayon pool sized by an environment variable, read at each call (a measurement switch
+/// that a bench may change between calls): `0` is rayon's global pool, a count is a pool of
+/// that many threads of its own (built at its first use and kept: each count once), unset
+/// is the machine's default (0 again meaning the global pool).
 pub struct SidePool {
     var: &'static str,
     name: &'static str,
     /// Threads for a machine of this many cores, when the variable is unset (0: the
     /// global pool).
     default_threads: fn(usize) -> usize,
-    pool: OnceLock<Option<rayon::ThreadPool>>,
+    /// The pools built so far, by thread count (leaked: they live as long as the process).
+    pools: Mutex<Vec<&'static rayon::ThreadPool>>,
+    /// The thread count of the last call (0: the global pool).
+    last: std::sync::atomic::AtomicUsize,
 }
 
 impl SidePool {
@@ -26,7 +31,8 @@ impl SidePool {
             var,
             name,
             default_threads,
-            pool: OnceLock::new(),
+            pools: Mutex::new(Vec::new()),
+            last: std::sync::atomic::AtomicUsize::new(0),
         }
     }
 
@@ -39,33 +45,36 @@ impl SidePool {
         }
     }
 
-    fn get(&self) -> Option<&rayon::ThreadPool> {
-        let var = std::env::var(self.var).ok();
-        if var.as_deref().is_some_and(|v| v.trim() == "0") {
+    fn get(&self) -> Option<&'static rayon::ThreadPool> {
+        let threads = match std::env::var(self.var).ok().and_then(|v| v.trim().parse::<usize>().ok()) {
+            Some(t) => t,
+            None => (self.default_threads)(std::thread::available_parallelism().map_or(4, |n| n.get())),
+        };
+        self.last.store(threads, std::sync::atomic::Ordering::Relaxed);
+        if threads == 0 {
             return None;
         }
-        self.pool
-            .get_or_init(|| {
-                let cores = std::thread::available_parallelism().map_or(4, |n| n.get());
-                let threads = var
-                    .and_then(|v| v.trim().parse().ok())
-                    .unwrap_or_else(|| (self.default_threads)(cores));
-                if threads == 0 {
-                    return None;
-                }
-                let name = self.name;
-                rayon::ThreadPoolBuilder::new()
-                    .num_threads(threads)
-                    .thread_name(move |i| format!("{name}-{i}"))
-                    .build()
-                    .ok()
-            })
-            .as_ref()
+        let mut pools = self.pools.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(p) = pools.iter().find(|p| p.current_num_threads() == threads) {
+            return Some(p);
+        }
+        let name = self.name;
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .thread_name(move |i| format!("{name}-{threads}-{i}"))
+            .build()
+            .ok()?;
+        let pool: &'static rayon::ThreadPool = Box::leak(Box::new(pool));
+        pools.push(pool);
+        Some(pool)
     }
 
-    /// Threads of the built pool (None: not built yet, or running on the global pool).
+    /// Threads of the pool the last call ran in (None: the global pool, or no call yet).
     pub fn threads(&self) -> Option<usize> {
-        self.pool.get().and_then(|p| p.as_ref()).map(|p| p.current_num_threads())
+        match self.last.load(std::sync::atomic::Ordering::Relaxed) {
+            0 => None,
+            t => Some(t),
+        }
     }
 }
 
@@ -76,21 +85,30 @@ mod tests {
     static POOL: SidePool = SidePool::new("CUZK_TEST_SIDE_POOL_THREADS", "cuzk-test-side", |_| 3);
 
     /// Work installed in the pool runs on its own threads (named after it), 3 of them
-    /// unless the variable says otherwise; switched off, it runs on the global pool.
+    /// unless the variable says otherwise, and a changed count takes effect at the next
+    /// call; switched off, it runs on the global pool.
     #[test]
     fn installed_work_runs_on_the_pools_own_threads() {
         use rayon::prelude::*;
-        let names: Vec<String> = POOL.install(|| {
-            (0..64)
-                .into_par_iter()
-                .map(|_| std::thread::current().name().unwrap_or("").to_string())
-                .collect()
-        });
-        assert!(names.iter().all(|n| n.starts_with("cuzk-test-side-")), "{names:?}");
+        let names = || -> Vec<String> {
+            POOL.install(|| {
+                (0..64)
+                    .into_par_iter()
+                    .map(|_| std::thread::current().name().unwrap_or("").to_string())
+                    .collect()
+            })
+        };
+        let first = names();
+        assert!(first.iter().all(|n| n.starts_with("cuzk-test-side-3-")), "{first:?}");
         assert_eq!(POOL.threads(), Some(3));
+        std::env::set_var("CUZK_TEST_SIDE_POOL_THREADS", "2");
+        let second = names();
+        assert!(second.iter().all(|n| n.starts_with("cuzk-test-side-2-")), "{second:?}");
+        assert_eq!(POOL.threads(), Some(2));
         std::env::set_var("CUZK_TEST_SIDE_POOL_THREADS", "0");
-        let name = POOL.install(|| rayon::current_thread_index().map(|_| ()).map_or(String::new(), |_| "pool".into()));
+        let inside = POOL.install(rayon::current_thread_index);
         std::env::remove_var("CUZK_TEST_SIDE_POOL_THREADS");
-        assert!(name.is_empty(), "switched off, the work ran inside a pool: {name}");
+        assert_eq!(inside, None, "switched off, the work ran inside a pool");
+        assert_eq!(POOL.threads(), None);
     }
 }

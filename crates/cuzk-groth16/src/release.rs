@@ -39,14 +39,19 @@ impl<T: Copy + Send + 'static> Garbage for Vec<T> {
         let (start, end) = (at.next_multiple_of(page), (at + bytes) / page * page);
         // SAFETY: T is Copy (nothing to drop); the elements are never read again.
         unsafe { self.set_len(0) };
+        // Slices end on multiples of SLICE (so of 2 MiB): a huge page is never split.
         #[cfg(target_os = "linux")]
-        for lo in (start..end).step_by(SLICE) {
-            // SAFETY: [lo, lo + len) lies within this vector's own allocation, in whole
-            // pages, and its contents are not read again (the length is 0): the allocator's
-            // own bookkeeping lies outside it. A refusal leaves the pages to the unmap.
+        let mut lo = start;
+        #[cfg(target_os = "linux")]
+        while lo < end {
+            let hi = end.min((lo / SLICE + 1) * SLICE);
+            // SAFETY: [lo, hi) lies within this vector's own allocation, in whole pages,
+            // and its contents are not read again (the length is 0): the allocator's own
+            // bookkeeping lies outside it. A refusal leaves the pages to the unmap.
             unsafe {
-                libc::madvise(lo as *mut libc::c_void, SLICE.min(end - lo), libc::MADV_DONTNEED);
+                libc::madvise(lo as *mut libc::c_void, hi - lo, libc::MADV_DONTNEED);
             }
+            lo = hi;
         }
         #[cfg(not(target_os = "linux"))]
         let _ = (start, end);
@@ -103,21 +108,16 @@ pub fn drop_in_background<T: Garbage>(mut value: T) {
 mod tests {
     use super::*;
 
-    /// Resident bytes of the mapping that holds `addr` (its "Rss:" line in /proc/self/smaps).
+    /// Resident pages among the whole pages of [at, at + bytes) (`mincore`).
     #[cfg(target_os = "linux")]
-    fn resident_kib(addr: usize) -> u64 {
-        let smaps = std::fs::read_to_string("/proc/self/smaps").expect("smaps");
-        let mut inside = false;
-        for line in smaps.lines() {
-            if let Some((range, _)) = line.split_once(' ').filter(|(r, _)| r.contains('-') && !r.ends_with(':')) {
-                let (lo, hi) = range.split_once('-').expect("a range");
-                let (lo, hi) = (usize::from_str_radix(lo, 16), usize::from_str_radix(hi, 16));
-                inside = matches!((lo, hi), (Ok(lo), Ok(hi)) if lo <= addr && addr < hi);
-            } else if inside && line.starts_with("Rss:") {
-                return line.split_whitespace().nth(1).and_then(|k| k.parse().ok()).expect("Rss in kB");
-            }
-        }
-        panic!("no mapping holds {addr:#x}");
+    fn resident_pages(at: usize, bytes: usize) -> usize {
+        let page = page_size();
+        let (start, end) = (at.next_multiple_of(page), (at + bytes) / page * page);
+        let mut vec = vec![0u8; (end - start) / page];
+        // SAFETY: the range is whole pages of a live allocation; `vec` has one byte per page.
+        let rc = unsafe { libc::mincore(start as *mut libc::c_void, end - start, vec.as_mut_ptr()) };
+        assert_eq!(rc, 0, "mincore failed");
+        vec.iter().filter(|&&b| b & 1 != 0).count()
     }
 
     /// A large vector's pages leave the resident set before it is dropped, it is left
@@ -127,13 +127,13 @@ mod tests {
     fn a_large_vector_gives_its_pages_back_before_it_is_dropped() {
         let n = 4 * SLICE / 8;
         let mut v: Vec<u64> = (0..n as u64).collect();
-        let addr = v.as_ptr() as usize + n * 4;
-        let before = resident_kib(addr);
-        assert!(before >= (n as u64 * 8 / 1024) * 9 / 10, "the filled vector is resident: {before} kB");
+        let (at, bytes) = (v.as_ptr() as usize, n * 8);
+        let before = resident_pages(at, bytes);
+        assert!(before >= bytes / page_size() * 9 / 10, "the filled vector is resident: {before} pages");
         v.release_pages();
         assert!(v.is_empty() && v.capacity() >= n);
-        let after = resident_kib(addr);
-        assert!(after < before / 10, "pages still resident after release: {after} of {before} kB");
+        let after = resident_pages(at, bytes);
+        assert!(after < before / 10, "pages still resident after release: {after} of {before}");
         drop(v);
 
         let mut small: Vec<u64> = vec![7; 1024];

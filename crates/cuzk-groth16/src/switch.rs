@@ -40,7 +40,7 @@ impl Switch {
 /// A measurement switch from the environment read at each call (unlike [`Switch`], so that
 /// a bench may set it around one call): "0" is off, anything else on, unset `default`.
 pub fn knob(name: &str, default: bool) -> bool {
-    std::env::var(name).map_or(default, |v| v != "0")
+    std::env::var(name).map_or(default, |v| v.trim() != "0")
 }
 
 #[cfg(test)]
