@@ -62,6 +62,11 @@ pub struct EngineBenchArgs {
     /// the engine is reconfigured between them (the same run measures the lane on and off).
     #[arg(long, value_delimiter = ',', default_value = "1,0")]
     pub urgent_lanes: Vec<usize>,
+    /// Spill the random parameters to an unlinked file in this directory and give their
+    /// host copy back once the device holds them all (the daemon's `[srs]
+    /// host_release_dir`); the peak RSS is then also measured from the release on.
+    #[arg(long)]
+    pub host_release_dir: Option<PathBuf>,
 }
 
 /// One span of the timeline, from the bench's start.
@@ -183,6 +188,16 @@ impl PreparedJob for ShapeJob {
                 cuzk_groth16::ProveError::Backend(b) => RunError::from_backend(b, e.to_string(), ctx.cancel),
                 _ => run_error(e),
             })?;
+        if let Some(bytes) = self.srs.release_if_held(ctx.backend) {
+            // The peak from here on is the steady state's (the load's transient is behind).
+            let _ = std::fs::write("/proc/self/clear_refs", "5");
+            println!(
+                "  host copy of the parameters released ({:.1} GiB) after job {} partition {k}; peak RSS measured anew \
+                 from here",
+                bytes as f64 / (1u64 << 30) as f64,
+                self.index
+            );
+        }
         let mut st = self.timeline.stages.lock().unwrap_or_else(|p| p.into_inner());
         st.0.accumulate(&t);
         st.1 += 1;
@@ -199,16 +214,28 @@ impl PreparedJob for ShapeJob {
     }
 }
 
-fn vm_hwm_gib() -> f64 {
+fn status_gib(key: &str) -> f64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with("VmHWM:")).and_then(|l| l.split_whitespace().nth(1)?.parse::<f64>().ok()))
+        .and_then(|s| s.lines().find(|l| l.starts_with(key)).and_then(|l| l.split_whitespace().nth(1)?.parse::<f64>().ok()))
         .map_or(0.0, |kb| kb / (1u64 << 20) as f64)
+}
+
+fn vm_hwm_gib() -> f64 {
+    status_gib("VmHWM:")
+}
+
+fn vm_rss_gib() -> f64 {
+    status_gib("VmRSS:")
 }
 
 /// A shape-only C1 output read, its compiled circuit recorded, and random parameters of its
 /// shape made.
-fn load_shape(path: &std::path::Path, seed: u64) -> Result<(Vec<u8>, Shape, cuzk_groth16::SrsShape)> {
+fn load_shape(
+    path: &std::path::Path,
+    seed: u64,
+    spill: Option<&std::path::Path>,
+) -> Result<(Vec<u8>, Shape, cuzk_groth16::SrsShape)> {
     let raw = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
     if !cuzk_filecoin::shape_c1::is_shape_only(&raw) {
         bail!(
@@ -227,13 +254,24 @@ fn load_shape(path: &std::path::Path, seed: u64) -> Result<(Vec<u8>, Shape, cuzk
     drop(w);
     println!("  {:?}: compiled circuit recorded in {:.1} s (before the run)", input.registered_proof(), t.elapsed().as_secs_f64());
     let t = Instant::now();
-    let srs = Arc::new(cuzk_groth16::shape::random_srs(&shape, seed));
+    let mut srs = cuzk_groth16::shape::random_srs(&shape, seed);
     println!(
         "  random parameters of shape {:?}: {:.1} GB in {:.1} s",
         shape,
         shape.point_bytes() as f64 / 1e9,
         t.elapsed().as_secs_f64()
     );
+    if let Some(dir) = spill {
+        let t = Instant::now();
+        let bytes = srs.spill_to(dir)?;
+        println!(
+            "  spilled to an unlinked file in {} ({:.1} GiB) in {:.1} s; released once the device holds them all",
+            dir.display(),
+            bytes as f64 / (1u64 << 30) as f64,
+            t.elapsed().as_secs_f64()
+        );
+    }
+    let srs = Arc::new(srs);
     let entry = Shape {
         sector_size: u64::from(input.registered_proof().sector_size()),
         srs,
@@ -258,13 +296,14 @@ pub fn run(args: &EngineBenchArgs) -> Result<()> {
         "SHAPE-ONLY INPUT AND RANDOM PARAMETERS: these proofs cannot verify and are not verified (a benchmark, \
          never a proof); the daemon verifies every proof"
     );
-    let (raw, main, shape) = load_shape(&args.c1, args.seed)?;
+    let spill = args.host_release_dir.as_deref();
+    let (raw, main, shape) = load_shape(&args.c1, args.seed, spill)?;
     let partitions = main.partitions;
     let footprint = main.footprint;
     let mut shapes = vec![main.clone()];
     let urgent = match &args.urgent_c1 {
         Some(path) if args.urgent > 0 => {
-            let (raw, entry, _) = load_shape(path, args.seed + 1)?;
+            let (raw, entry, _) = load_shape(path, args.seed + 1, spill)?;
             if entry.sector_size == main.sector_size {
                 bail!("--urgent-c1 must be of another sector size than --c1");
             }
@@ -397,11 +436,21 @@ pub fn run(args: &EngineBenchArgs) -> Result<()> {
                 avg(st.total())
             );
         }
-        println!(
-            "  peak host RSS so far {:.1} GiB (the random parameters' host copy included: {:.1} GB)",
-            vm_hwm_gib(),
-            shape.point_bytes() as f64 / 1e9
-        );
+        if main.srs.host_released() {
+            println!(
+                "  peak host RSS since the parameters' host copy was released {:.1} GiB (now {:.1} GiB; {:.1} GB of \
+                 parameters resident on the device only)",
+                vm_hwm_gib(),
+                vm_rss_gib(),
+                shape.point_bytes() as f64 / 1e9
+            );
+        } else {
+            println!(
+                "  peak host RSS so far {:.1} GiB (the random parameters' host copy included: {:.1} GB)",
+                vm_hwm_gib(),
+                shape.point_bytes() as f64 / 1e9
+            );
+        }
         if let Some(g) = &gpu {
             let c = g.arena_counters();
             println!(

@@ -50,6 +50,11 @@ pub struct ShapeBenchArgs {
     /// CUZK_GPU_H_MSM_FROM_HOST=1). Repeatable.
     #[arg(long = "variant")]
     pub variants: Vec<String>,
+    /// Spill the random parameters to an unlinked file in this directory (as the daemon's
+    /// `[srs] host_release_dir`) and give their host copy back once the GPU holds them all;
+    /// the rounds after it show what a released host copy costs.
+    #[arg(long)]
+    pub host_release_dir: Option<PathBuf>,
 }
 
 #[derive(Clone, Copy, Debug, clap::ValueEnum, PartialEq, Eq)]
@@ -218,13 +223,24 @@ pub fn run(args: &ShapeBenchArgs) -> Result<()> {
         srs_shape.point_bytes() as f64 / 1e9
     );
     let t = Instant::now();
-    let srs = random_srs(&srs_shape, args.seed);
+    let mut srs = random_srs(&srs_shape, args.seed);
     let (rss_now, _) = rss();
     println!(
         "random parameters generated on the host in {:.1} s; host RSS {:.1} GiB",
         t.elapsed().as_secs_f64(),
         gib(rss_now)
     );
+    if let Some(dir) = &args.host_release_dir {
+        let t = Instant::now();
+        let bytes = srs.spill_to(dir)?;
+        println!(
+            "parameters spilled to an unlinked file in {} ({:.1} GiB) in {:.1} s; host RSS {:.1} GiB",
+            dir.display(),
+            gib(bytes),
+            t.elapsed().as_secs_f64(),
+            gib(rss().0)
+        );
+    }
     let blinding = (Scalar::from(0x5eedu64), Scalar::from(0xb1d5u64));
     let check = args.backend == ShapeBackend::Gpu && args.check_cpu.unwrap_or(log_n <= 22);
     let reference = if check {
@@ -316,6 +332,14 @@ fn gpu_budget(
             gib(res_bytes),
             h_msm_split(&gpu)
         );
+        if let Some(bytes) = srs.release_if_held(&gpu) {
+            println!(
+                "  host copy of the parameters released after round {round} ({:.1} GiB; the GPU holds them all): host \
+                 RSS {:.1} GiB",
+                gib(bytes),
+                gib(rss().0)
+            );
+        }
         if round > 1 || args.rounds <= 1 {
             if best.as_ref().is_none_or(|b| wall < b.0) {
                 best = Some((wall, t));

@@ -33,6 +33,29 @@ struct Resident<T> {
     load_time: Duration,
 }
 
+/// Host memory a resident value counts for now. Parameters whose host copy was given back
+/// (`cuzk_groth16::Srs::release_host`) count for less than they did when loaded.
+pub trait HostBytes {
+    /// `None`: the size given at load.
+    fn host_bytes_now(&self) -> Option<u64> {
+        None
+    }
+}
+
+impl HostBytes for cuzk_groth16::Srs {
+    fn host_bytes_now(&self) -> Option<u64> {
+        Some(self.host_bytes() as u64)
+    }
+}
+
+impl HostBytes for u64 {}
+
+impl<T: HostBytes> Resident<T> {
+    fn host_bytes(&self) -> u64 {
+        self.value.host_bytes_now().unwrap_or(self.bytes)
+    }
+}
+
 pub struct Residency<T> {
     entries: Mutex<HashMap<String, Resident<T>>>,
     /// Serializes loads, so two jobs needing the same parameters load them once.
@@ -45,7 +68,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-impl<T> Residency<T> {
+impl<T: HostBytes> Residency<T> {
     pub fn new(limit_bytes: u64) -> Residency<T> {
         Residency {
             entries: Mutex::new(HashMap::new()),
@@ -118,7 +141,7 @@ impl<T> Residency<T> {
                 .map(|(k, _)| k.clone());
             let Some(k) = victim else { break };
             log::info!("evicting idle parameters {k} (least recently used) for room in the host memory budget");
-            freed += entries.remove(&k).map_or(0, |r| r.bytes);
+            freed += entries.remove(&k).map_or(0, |r| r.host_bytes());
         }
         freed
     }
@@ -146,7 +169,7 @@ impl<T> Residency<T> {
             return;
         }
         loop {
-            let total: u64 = entries.values().map(|r| r.bytes).sum();
+            let total: u64 = entries.values().map(|r| r.host_bytes()).sum();
             if total.saturating_add(incoming) <= limit {
                 return;
             }
@@ -172,7 +195,7 @@ impl<T> Residency<T> {
         match entries.get(key) {
             None => Ok((false, 0)),
             Some(r) if Arc::strong_count(&r.value) > 1 => Err((Arc::strong_count(&r.value) - 1) as u32),
-            Some(_) => Ok((true, entries.remove(key).map_or(0, |r| r.bytes))),
+            Some(_) => Ok((true, entries.remove(key).map_or(0, |r| r.host_bytes()))),
         }
     }
 
@@ -191,8 +214,9 @@ impl<T> Residency<T> {
         v
     }
 
+    /// Host bytes of the resident entries now (released host copies not counted).
     pub fn resident_bytes(&self) -> u64 {
-        lock(&self.entries).values().map(|r| r.bytes).sum()
+        lock(&self.entries).values().map(|r| r.host_bytes()).sum()
     }
 }
 
@@ -249,6 +273,30 @@ mod tests {
         drop(held);
         assert_eq!(r.evict_idle_bytes(1, None), 100);
         assert_eq!(r.resident_bytes(), 100);
+    }
+
+    /// A value whose host copy shrinks (released parameters) counts for what it holds now.
+    struct Shrinking(std::sync::atomic::AtomicU64);
+    impl HostBytes for Shrinking {
+        fn host_bytes_now(&self) -> Option<u64> {
+            Some(self.0.load(std::sync::atomic::Ordering::Relaxed))
+        }
+    }
+
+    #[test]
+    fn released_host_copies_leave_the_total_and_the_limit() {
+        let r = Residency::<Shrinking>::new(150);
+        let (a, _) = r.get_or_load("a", 100, || Ok::<_, ()>((Shrinking(100.into()), 100))).unwrap();
+        assert_eq!(r.resident_bytes(), 100);
+        a.0.store(0, std::sync::atomic::Ordering::Relaxed);
+        assert_eq!(r.resident_bytes(), 0, "a released host copy counts for nothing");
+        // b fits beside a now (0 + 100 <= 150): a, held or not, stays.
+        drop(a);
+        r.get_or_load("b", 100, || Ok::<_, ()>((Shrinking(100.into()), 100))).unwrap();
+        assert!(r.is_loaded("a") && r.is_loaded("b"));
+        assert_eq!(r.resident_bytes(), 100);
+        let st = r.status();
+        assert_eq!(st[0].size_bytes, 100, "status keeps the decoded size");
     }
 
     #[test]

@@ -353,6 +353,9 @@ impl Backend for DeviceBackend<'_> {
     fn device_lock(&self) -> Option<&DeviceLock> {
         Some(self.lock)
     }
+    fn holds_params(&self, srs: &Srs) -> bool {
+        self.inner.holds_params(srs)
+    }
 }
 
 #[cfg(test)]
@@ -420,6 +423,37 @@ mod tests {
             Ok(())
         }
         only_ntt!();
+    }
+
+    /// A device that holds every parameter set (as a GPU with them resident).
+    struct Holder;
+    impl Backend for Holder {
+        fn name(&self) -> &'static str {
+            "holder"
+        }
+        fn ntt(&self, _: &mut [Scalar], _: NttDirection) -> Result<(), BackendError> {
+            unreachable!()
+        }
+        fn holds_params(&self, _: &Srs) -> bool {
+            true
+        }
+        only_ntt!();
+    }
+
+    /// The engine's wrapper forwards `holds_params`, so that spilled parameters proved
+    /// through the engine on a device that holds them give their host copy back (the
+    /// worker calls `release_if_held` with the wrapper).
+    #[test]
+    fn the_device_wrapper_lets_held_parameters_go() {
+        let shape = cuzk_groth16::SrsShape { ic: 2, h: 63, l: 40, a: 30, b_g1: 10, b_g2: 10 };
+        let mut srs = cuzk_groth16::shape::random_srs(&shape, 1);
+        let dir = tempfile::tempdir().unwrap();
+        srs.spill_to(dir.path()).unwrap();
+        let (lock, cancel) = (DeviceLock::new(), CancelToken::default());
+        let cpu = DeviceBackend::new(&cuzk_groth16::CpuBackend, &lock, &cancel);
+        assert_eq!(srs.release_if_held(&cpu), None, "the CPU holds nothing of its own");
+        let dev = DeviceBackend::new(&Holder, &lock, &cancel);
+        assert!(srs.release_if_held(&dev).is_some() && srs.host_released());
     }
 
     #[test]

@@ -261,6 +261,14 @@ impl Backend for GpuBackend {
         Some(&self.gpu.lock)
     }
 
+    /// Every section resident in the arena now (an eviction later uploads it again from
+    /// the host copy, which a spilled parameter set reads back from its file).
+    fn holds_params(&self, srs: &cuzk_groth16::Srs) -> bool {
+        self.gpu.residency_enabled()
+            && [&srs.h, &srs.l, &srs.a, &srs.b_g1].iter().all(|s| msm::holds::<G1>(&self.gpu, s))
+            && msm::holds::<G2>(&self.gpu, &srs.b_g2)
+    }
+
     fn ntt(&self, values: &mut [Scalar], direction: NttDirection) -> Result<(), BackendError> {
         let log_n = ntt_log_size(values.len())?;
         ntt::ntt(&self.gpu, values, log_n, direction).map_err(unavailable)

@@ -423,6 +423,12 @@ fn to_jacobian(
     )
 }
 
+/// Whether `bases` are resident on `gpu` now (arrays too short to be kept resident count as
+/// held: every call uploads them anyway, from a few host pages).
+pub(crate) fn holds<C: Curve>(gpu: &Gpu, bases: &[C::Affine]) -> bool {
+    bases.len() < MIN_RESIDENT_POINTS || gpu.resident.lock().unwrap().contains(&ResidentKey::of(bases, C::GROUP))
+}
+
 /// The bases of one call, and whether the gpu keeps them resident.
 fn choose_source<C: Curve>(
     gpu: &Gpu,

@@ -101,6 +101,11 @@ impl ResidentCache {
         }
     }
 
+    /// Whether `key` is cached, without counting a use.
+    pub(crate) fn contains(&self, key: &ResidentKey) -> bool {
+        self.entries.iter().any(|e| e.key == *key)
+    }
+
     pub(crate) fn insert(&mut self, key: ResidentKey, buf: Arc<DeviceBuffer>) {
         self.tick += 1;
         self.entries.push(Entry {

@@ -498,6 +498,44 @@ fn resident_bases_are_reused_and_equal() {
     ));
 }
 
+/// Parameters spilled to a file and their host copy released once the GPU holds them all
+/// (the daemon's `[srs] host_release_dir`): proofs stay equal to the CPU backend's, before
+/// the release, after it (nothing uploaded again), and after an eviction (the sections come
+/// back from the file and go up again).
+#[test]
+fn released_host_parameters_prove_the_same() {
+    use cuzk_groth16::shape::{random_srs, shape_witness, PartitionShape, ScalarMix, WitnessMix};
+    let Some((gpu, _serial)) = gpu() else { return };
+    let shape = PartitionShape::porep_scaled(18);
+    let mix = WitnessMix {
+        a: ScalarMix { zero: 0.4, one: 0.45 },
+        b: ScalarMix { zero: 0.5, one: 0.4 },
+        c: ScalarMix { zero: 0.6, one: 0.2 },
+        aux: ScalarMix { zero: 0.4, one: 0.45 },
+    };
+    let w = shape_witness(&shape, &mix, 61);
+    let mut srs = random_srs(&cuzk_groth16::prover::required_shape(&w), 62);
+    srs.spill_to(&std::env::temp_dir()).unwrap();
+    let (r, s) = (Scalar::from(3u64), Scalar::from(4u64));
+    let want = cuzk_groth16::prove(&CpuBackend, &srs, w.clone(), r, s).unwrap().0;
+    gpu.release_caches().unwrap();
+    assert!(!gpu.holds_params(&srs), "nothing resident yet");
+    assert_eq!(cuzk_groth16::prove(gpu, &srs, w.clone(), r, s).unwrap().0, want);
+    assert!(gpu.holds_params(&srs), "every section resident after a proof");
+    let bytes = srs.release_if_held(gpu).expect("the host copy goes once the GPU holds it");
+    assert!(srs.host_released() && bytes >= srs.shape_of().point_bytes() / 2);
+    let resident = gpu.resident();
+    assert_eq!(cuzk_groth16::prove(gpu, &srs, w.clone(), r, s).unwrap().0, want, "after the release");
+    assert_eq!(gpu.resident(), resident, "nothing uploaded again");
+    gpu.release_caches().unwrap();
+    assert!(!gpu.holds_params(&srs));
+    assert_eq!(cuzk_groth16::prove(gpu, &srs, w, r, s).unwrap().0, want, "re-uploaded from the file");
+    assert!(gpu.holds_params(&srs));
+    gpu.release_caches().unwrap();
+    assert_arena_empty(gpu);
+    say(&format!("released host parameters: {} MiB given back, proofs equal before and after", bytes >> 20));
+}
+
 /// The H step and its MSM with a, b, c and h kept on the device equal the CPU backend's,
 /// at witness lengths that are and are not powers of two (zero-padded to the domain on
 /// the device), from 2^10 to 2^22; the lean path (a budget that cannot hold a, b and c

@@ -187,6 +187,14 @@ pub trait Backend: Send + Sync {
         crate::prover::h_msm_via_host(self, a, b, c, h_bases)
     }
 
+    /// Whether this backend keeps every point section of `srs` in memory of its own (a
+    /// GPU's resident copies), so that the host copy can be given back
+    /// ([`crate::Srs::release_if_held`]). A wrapper must forward it. Default: false.
+    fn holds_params(&self, srs: &crate::Srs) -> bool {
+        let _ = srs;
+        false
+    }
+
     /// The lock this backend's own calls take on its device, where it has device state to
     /// guard (see [`crate::region`]): a scheduler that serializes work on the device takes
     /// this one rather than a lock of its own, so that a device has one lock. `None` (the

@@ -9,6 +9,7 @@ pub mod backend;
 pub mod compiled;
 pub mod cpu;
 pub mod hugepages;
+pub mod points;
 pub mod pools;
 pub mod proof;
 pub mod prover;

@@ -265,7 +265,7 @@ pub fn random_srs(shape: &SrsShape, seed: u64) -> Srs {
     };
     let largest = shape.h.max(shape.l).max(shape.a).max(shape.b_g1);
     let pool = random_points::<G1Projective>(largest, seed, 2);
-    let prefix = |n: usize| pool[..n].to_vec();
+    let prefix = |n: usize| pool[..n].to_vec().into();
     Srs {
         path: PathBuf::from(format!("<random shape-only parameters, seed {seed}>")),
         vk,
@@ -273,7 +273,7 @@ pub fn random_srs(shape: &SrsShape, seed: u64) -> Srs {
         l: prefix(shape.l),
         a: prefix(shape.a),
         b_g1: prefix(shape.b_g1),
-        b_g2: random_points::<G2Projective>(shape.b_g2, seed, 6),
+        b_g2: random_points::<G2Projective>(shape.b_g2, seed, 6).into(),
     }
 }
 
@@ -309,5 +309,79 @@ mod tests {
         assert_eq!(srs.shape_of(), need);
         let (r, s) = (Scalar::from(5u64), Scalar::from(9u64));
         crate::prove(&crate::CpuBackend, &srs, w, r, s).expect("the prover takes them");
+    }
+
+    /// A backend that says it holds the parameters (as a GPU with them resident does) and
+    /// computes on the CPU.
+    struct Holding;
+    impl crate::Backend for Holding {
+        fn name(&self) -> &'static str {
+            "holding"
+        }
+        fn ntt(&self, v: &mut [Scalar], d: crate::NttDirection) -> Result<(), crate::BackendError> {
+            crate::CpuBackend.ntt(v, d)
+        }
+        fn coset_quotient(&self, a: &mut [Scalar], b: &[Scalar], c: &[Scalar]) -> Result<(), crate::BackendError> {
+            crate::CpuBackend.coset_quotient(a, b, c)
+        }
+        fn msm_g1(
+            &self,
+            p: &[G1Affine],
+            sel: crate::Selection<'_>,
+            s: &[Scalar],
+        ) -> Result<G1Projective, crate::BackendError> {
+            crate::CpuBackend.msm_g1(p, sel, s)
+        }
+        fn msm_g2(
+            &self,
+            p: &[G2Affine],
+            sel: crate::Selection<'_>,
+            s: &[Scalar],
+        ) -> Result<G2Projective, crate::BackendError> {
+            crate::CpuBackend.msm_g2(p, sel, s)
+        }
+        fn sum_g1(&self, p: &[G1Affine], sel: crate::Selection<'_>) -> Result<G1Projective, crate::BackendError> {
+            crate::CpuBackend.sum_g1(p, sel)
+        }
+        fn sum_g2(&self, p: &[G2Affine], sel: crate::Selection<'_>) -> Result<G2Projective, crate::BackendError> {
+            crate::CpuBackend.sum_g2(p, sel)
+        }
+        fn holds_params(&self, _: &Srs) -> bool {
+            true
+        }
+    }
+
+    /// Spilled parameters prove exactly as owned ones, also after their host copy is given
+    /// back (the points come back from the file); the copy goes only when the backend
+    /// holds the parameters, once, and never for parameters that are not spilled.
+    #[test]
+    fn spilled_and_released_parameters_prove_the_same() {
+        use crate::Backend;
+        let shape = PartitionShape::porep_scaled(14);
+        let mix = WitnessMix {
+            a: ScalarMix { zero: 0.5, one: 0.3 },
+            b: ScalarMix { zero: 0.1, one: 0.8 },
+            c: ScalarMix { zero: 0.6, one: 0.1 },
+            aux: ScalarMix { zero: 0.4, one: 0.45 },
+        };
+        let w = shape_witness(&shape, &mix, 7);
+        let need = required_shape(&w);
+        let owned = random_srs(&need, 3);
+        let mut spilled = random_srs(&need, 3);
+        let dir = tempfile::tempdir().unwrap();
+        let bytes = spilled.spill_to(dir.path()).unwrap();
+        assert!(bytes >= need.point_bytes() - need.ic * 96, "{bytes} spilled of {}", need.point_bytes());
+        let (r, s) = (Scalar::from(5u64), Scalar::from(9u64));
+        let want = crate::prove(&crate::CpuBackend, &owned, w.clone(), r, s).unwrap().0;
+        assert_eq!(crate::prove(&crate::CpuBackend, &spilled, w.clone(), r, s).unwrap().0, want);
+        assert_eq!(spilled.release_if_held(&crate::CpuBackend), None, "the CPU backend holds nothing of its own");
+        assert!(!spilled.host_released() && spilled.host_bytes() == owned.host_bytes());
+        assert!(Holding.holds_params(&spilled));
+        assert!(spilled.release_if_held(&Holding).is_some());
+        assert!(spilled.host_released());
+        assert_eq!(spilled.host_bytes(), need.ic * std::mem::size_of::<G1Affine>(), "only the verifying key's ic");
+        assert_eq!(spilled.release_if_held(&Holding), None, "released once");
+        assert_eq!(owned.release_if_held(&Holding), None, "owned parameters have no file to fall back on");
+        assert_eq!(crate::prove(&Holding, &spilled, w, r, s).unwrap().0, want, "after the release");
     }
 }

@@ -20,6 +20,8 @@ use blstrs::{G1Affine, G2Affine};
 use group::prime::PrimeCurveAffine;
 use rayon::prelude::*;
 
+use crate::points::{Points, SpillView, SpilledSet};
+
 const G1_BYTES: usize = 96;
 const G2_BYTES: usize = 192;
 /// Fixed part of the verifying key: 3 G1 points and 3 G2 points.
@@ -82,12 +84,12 @@ pub struct Srs {
     pub path: PathBuf,
     pub vk: VerifyingKey,
     /// Powers of tau times Z(tau)/delta: one per coefficient of h (domain size - 1).
-    pub h: Vec<G1Affine>,
+    pub h: Points<G1Affine>,
     /// One per aux variable.
-    pub l: Vec<G1Affine>,
-    pub a: Vec<G1Affine>,
-    pub b_g1: Vec<G1Affine>,
-    pub b_g2: Vec<G2Affine>,
+    pub l: Points<G1Affine>,
+    pub a: Points<G1Affine>,
+    pub b_g1: Points<G1Affine>,
+    pub b_g2: Points<G2Affine>,
 }
 
 /// Section lengths of a parameter file, from its header alone.
@@ -299,12 +301,60 @@ impl Srs {
                 delta_g2,
                 ic: decode_points(path, "vk.ic", raw.ic)?,
             },
-            h: decode_points(path, "h", raw.h)?,
-            l: decode_points(path, "l", raw.l)?,
-            a: decode_points(path, "a", raw.a)?,
-            b_g1: decode_points(path, "b_g1", raw.b_g1)?,
-            b_g2: decode_points(path, "b_g2", raw.b_g2)?,
+            h: decode_points(path, "h", raw.h)?.into(),
+            l: decode_points(path, "l", raw.l)?.into(),
+            a: decode_points(path, "a", raw.a)?.into(),
+            b_g1: decode_points(path, "b_g1", raw.b_g1)?.into(),
+            b_g2: decode_points(path, "b_g2", raw.b_g2)?.into(),
         })
+    }
+
+    /// Moves the point sections (h, l, a, b_g1, b_g2) into a spill file in `dir` (see
+    /// [`crate::points`]): same points, same addresses for the whole process from here on,
+    /// and a host copy that [`Srs::release_host`] can give back once a device holds them.
+    /// The file is unlinked at once; `dir` needs room for [`SrsShape::point_bytes`].
+    pub fn spill_to(&mut self, dir: &Path) -> Result<usize, SrsError> {
+        SpilledSet::spill(dir, &mut [&mut self.h, &mut self.l, &mut self.a, &mut self.b_g1, &mut self.b_g2])
+            .map_err(|source| SrsError::Io { path: self.path.clone(), source })
+    }
+
+    fn sections(&self) -> [&dyn SpillView; 5] {
+        [&self.h, &self.l, &self.a, &self.b_g1, &self.b_g2]
+    }
+
+    /// Gives the host pages of spilled sections back: the bytes released (0 when nothing
+    /// is spilled). Reads afterwards still see every point (they come back from the file).
+    pub fn release_host(&self) -> usize {
+        crate::points::release(self.sections())
+    }
+
+    /// Whether the sections are spilled and their host copy was given back.
+    pub fn host_released(&self) -> bool {
+        self.sections().iter().all(|s| s.released())
+    }
+
+    /// Host memory the points count for: the decoded size, less the sections released.
+    pub fn host_bytes(&self) -> usize {
+        self.vk.ic.len() * std::mem::size_of::<G1Affine>()
+            + self.sections().iter().map(|s| s.host_bytes()).sum::<usize>()
+    }
+
+    /// Releases the host copy when the parameters are spilled, not yet released, and
+    /// `backend` holds every section in its own memory ([`crate::Backend::holds_params`]):
+    /// the bytes released by this call.
+    pub fn release_if_held(&self, backend: &dyn crate::Backend) -> Option<usize> {
+        let spilled = self.h.is_spilled();
+        if !spilled || self.host_released() || !backend.holds_params(self) {
+            return None;
+        }
+        let bytes = self.release_host();
+        log::info!(
+            "parameters {}: host copy released ({:.1} GiB), the {} backend holds them",
+            self.path.display(),
+            bytes as f64 / (1u64 << 30) as f64,
+            backend.name()
+        );
+        Some(bytes)
     }
 
     pub fn shape_of(&self) -> SrsShape {

@@ -66,6 +66,11 @@ pub struct SrsConfig {
     /// Resident parameters above this many bytes are evicted when idle, least recently
     /// used first; 0: no limit. Unset: half of the machine's memory.
     pub cache_limit_bytes: Option<u64>,
+    /// A directory for spill files of decoded parameters (room for 47 GB per 32 GiB PoRep
+    /// parameter set; a local disk, not tmpfs). Set, a loaded parameter set's points move
+    /// there (an unlinked file) and their host memory is given back once a GPU holds them
+    /// all resident. Unset: parameters stay in host memory as well.
+    pub host_release_dir: Option<PathBuf>,
 }
 
 impl Default for SrsConfig {
@@ -74,6 +79,7 @@ impl Default for SrsConfig {
             param_cache: "/var/tmp/filecoin-proof-parameters".into(),
             parent_cache: None,
             cache_limit_bytes: None,
+            host_release_dir: None,
         }
     }
 }
@@ -456,6 +462,7 @@ impl Config {
         }
         ec.srs_cache_limit_bytes =
             self.srs.cache_limit_bytes.unwrap_or_else(cuzk_engine::default_srs_cache_limit);
+        ec.srs_host_release_dir = self.srs.host_release_dir.clone();
         ec
     }
 
@@ -565,7 +572,7 @@ mod tests {
     #[test]
     fn keys_are_read_and_unknown_ones_are_named() {
         let c = Config::parse(
-            "[daemon]\nlisten = \"127.0.0.1:9820\"\nstate_dir = \"/tmp/s\"\n[daemon.tcp]\ninsecure = true\n[srs]\nparam_cache = \"/p\"\n\
+            "[daemon]\nlisten = \"127.0.0.1:9820\"\nstate_dir = \"/tmp/s\"\n[daemon.tcp]\ninsecure = true\n[srs]\nparam_cache = \"/p\"\nhost_release_dir = \"/spill\"\n\
              [gpus]\ndevices = [0, 1]\ngpu_workers_per_device = 2\nbackend = \"cpu\"\n",
             "t.toml",
         )
@@ -573,6 +580,7 @@ mod tests {
         assert_eq!(c.gpus.devices.iter().map(|d| d.ordinal).collect::<Vec<_>>(), [0, 1]);
         assert_eq!(c.gpus.backend, BackendChoice::Cpu);
         assert_eq!(c.srs.param_cache, PathBuf::from("/p"));
+        assert_eq!(c.engine_config(1).srs_host_release_dir, Some(PathBuf::from("/spill")));
 
         let e = Config::parse("[gpus]\ngpu_worker_per_device = 2\n", "t.toml").unwrap_err();
         assert!(e.to_string().contains("gpu_worker_per_device") && e.to_string().contains("t.toml"), "{e}");

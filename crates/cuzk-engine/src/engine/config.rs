@@ -30,6 +30,12 @@ pub struct EngineConfig {
     /// Resident parameters above this are evicted when idle (LRU); 0 = no limit. They count
     /// against `host_memory_budget_bytes` as well, and idle ones make room there.
     pub srs_cache_limit_bytes: u64,
+    /// Where loaded parameters are spilled (`[srs] host_release_dir`): their decoded points
+    /// go to an unlinked file there, and once a device holds every section resident, their
+    /// host pages are given back, so that resident parameters cost host memory only while
+    /// they load (see `cuzk_groth16::points`). It needs room for the decoded points (47 GB
+    /// for 32 GiB PoRep). `None` (the default): parameters stay in host memory.
+    pub srs_host_release_dir: Option<PathBuf>,
     /// How long a result is kept when nobody fetches it.
     pub result_ttl: Duration,
     /// How long a result is kept after it was fetched (so a retried request still gets it).
@@ -58,6 +64,7 @@ impl EngineConfig {
             urgent_synthesis_workers: 1,
             host_memory_budget_bytes: default_memory_budget(),
             srs_cache_limit_bytes: 0,
+            srs_host_release_dir: None,
             result_ttl: Duration::from_secs(3600),
             fetched_result_ttl: Duration::from_secs(300),
             max_attempts: 3,

@@ -492,11 +492,21 @@ impl Engine {
         circuit_id: &str,
         r: &SrsRef,
     ) -> Result<(Arc<Srs>, Option<Duration>), SrsError> {
+        let spill = self.shared.config.lock().unwrap_or_else(|p| p.into_inner()).srs_host_release_dir.clone();
         self.shared.srs.get_or_load(circuit_id, r.bytes, || {
-            Srs::load(&r.path).map(|srs| {
-                let bytes = srs.shape_of().point_bytes() as u64;
-                (srs, bytes)
-            })
+            let mut srs = Srs::load(&r.path)?;
+            if let Some(dir) = spill {
+                let t = Instant::now();
+                let bytes = srs.spill_to(&dir)?;
+                log::info!(
+                    "parameters {circuit_id}: {:.1} GiB spilled to {} in {:.1} s; their host copy goes once a device holds them",
+                    bytes as f64 / (1u64 << 30) as f64,
+                    dir.display(),
+                    t.elapsed().as_secs_f64()
+                );
+            }
+            let bytes = srs.shape_of().point_bytes() as u64;
+            Ok((srs, bytes))
         })
     }
 

@@ -250,6 +250,13 @@ impl Engine {
             })
         });
         let prove = start.elapsed();
+        if out.is_ok() {
+            // Spilled parameters that this device now holds whole: their host copy goes
+            // (`srs_host_release_dir`; a no-op otherwise, or once released).
+            if let Some(p) = &params {
+                p.release_if_held(&backend);
+            }
+        }
         drop(params);
         {
             let mut s = lock(&shared.sched);
