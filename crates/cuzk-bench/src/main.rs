@@ -737,7 +737,7 @@ fn main() -> ExitCode {
     match run(Cli::parse()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", cuzk_proto::error_text(e.as_ref()));
             ExitCode::FAILURE
         }
     }

@@ -222,3 +222,45 @@ async fn channel(
         }
     })
 }
+
+/// An error and its causes on one line, as the binaries print them: each cause once. The
+/// project's errors often name their source in their own message as well (so that a plain
+/// `{}` says everything); a cause whose text is already in the line is not repeated.
+pub fn error_text(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = e.to_string();
+    let mut next = e.source();
+    while let Some(cause) = next {
+        let t = cause.to_string();
+        if !text.contains(&t) {
+            text.push_str(": ");
+            text.push_str(&t);
+        }
+        next = cause.source();
+    }
+    text
+}
+
+#[cfg(test)]
+mod error_text_tests {
+    use super::error_text;
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("parameter file x: {source}")]
+    struct Named {
+        source: std::io::Error,
+    }
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("loading parameters")]
+    struct Context(#[source] Named);
+
+    #[test]
+    fn each_cause_once() {
+        let io = || std::io::Error::new(std::io::ErrorKind::NotFound, "no such directory /nonexistent");
+        assert_eq!(error_text(&Named { source: io() }), "parameter file x: no such directory /nonexistent");
+        assert_eq!(
+            error_text(&Context(Named { source: io() })),
+            "loading parameters: parameter file x: no such directory /nonexistent"
+        );
+    }
+}

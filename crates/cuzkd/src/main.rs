@@ -47,7 +47,7 @@ fn main() -> ExitCode {
     match rt.block_on(cuzkd::run(cfg, cuzkd::shutdown_signal())) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("cuzkd: {e:#}");
+            eprintln!("cuzkd: {}", cuzk_proto::error_text(e.as_ref()));
             ExitCode::FAILURE
         }
     }
