@@ -188,16 +188,17 @@ impl PreparedJob for ShapeJob {
                 cuzk_groth16::ProveError::Backend(b) => RunError::from_backend(b, e.to_string(), ctx.cancel),
                 _ => run_error(e),
             })?;
-        if let Some(bytes) = self.srs.release_if_held(ctx.backend) {
+        let index = self.index;
+        // As the engine's workers do: the release on a thread of its own.
+        self.srs.release_in_background_if_held(ctx.backend, move |bytes| {
             // The peak from here on is the steady state's (the load's transient is behind).
             let _ = std::fs::write("/proc/self/clear_refs", "5");
             println!(
-                "  host copy of the parameters released ({:.1} GiB) after job {} partition {k}; peak RSS measured anew \
-                 from here",
+                "  host copy of the parameters released ({:.1} GiB) after job {index} partition {k}; peak RSS measured \
+                 anew from here",
                 bytes as f64 / (1u64 << 30) as f64,
-                self.index
             );
-        }
+        });
         let mut st = self.timeline.stages.lock().unwrap_or_else(|p| p.into_inner());
         st.0.accumulate(&t);
         st.1 += 1;

@@ -201,6 +201,19 @@ impl SpilledSet {
         for (a, &offset) in arrays.iter_mut().zip(&offsets) {
             a.spill_into(&set, offset).map_err(named)?;
         }
+        // Start writing the file back now, on a thread of its own (submitting 44 GB of
+        // writes can block): by the time the host copy is released its pages are clean,
+        // so the release drops them at once instead of leaving them for the writeback
+        // beside the first proofs.
+        #[cfg(target_os = "linux")]
+        {
+            let file = Arc::clone(&set.file);
+            let _ = std::thread::Builder::new().name("cuzk-spill-writeback".into()).spawn(move || {
+                use std::os::fd::AsRawFd;
+                // SAFETY: a plain syscall on a descriptor the Arc keeps open.
+                unsafe { libc::sync_file_range(file.file.as_raw_fd(), 0, 0, libc::SYNC_FILE_RANGE_WRITE) };
+            });
+        }
         Ok(set.next)
     }
 }
@@ -216,6 +229,10 @@ pub fn release<'a>(arrays: impl IntoIterator<Item = &'a dyn SpillView>) -> usize
             continue;
         }
         seen.push(Arc::as_ptr(f));
+        // Once per file, whoever calls first (two workers may find the set held at once).
+        if f.released.swap(true, Ordering::AcqRel) {
+            continue;
+        }
         bytes += f.map.len();
         #[cfg(target_os = "linux")]
         {
@@ -228,7 +245,6 @@ pub fn release<'a>(arrays: impl IntoIterator<Item = &'a dyn SpillView>) -> usize
                 libc::posix_fadvise(f.file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED);
             }
         }
-        f.released.store(true, Ordering::Relaxed);
     }
     bytes
 }

@@ -382,6 +382,19 @@ mod tests {
         assert_eq!(spilled.host_bytes(), need.ic * std::mem::size_of::<G1Affine>(), "only the verifying key's ic");
         assert_eq!(spilled.release_if_held(&Holding), None, "released once");
         assert_eq!(owned.release_if_held(&Holding), None, "owned parameters have no file to fall back on");
-        assert_eq!(crate::prove(&Holding, &spilled, w, r, s).unwrap().0, want, "after the release");
+        assert_eq!(crate::prove(&Holding, &spilled, w.clone(), r, s).unwrap().0, want, "after the release");
+
+        // The same on a thread of its own (what the engine's workers do): once, and only
+        // when held.
+        let mut again = random_srs(&need, 3);
+        again.spill_to(dir.path()).unwrap();
+        let again = std::sync::Arc::new(again);
+        let (tx, rx) = std::sync::mpsc::channel();
+        assert!(!again.release_in_background_if_held(&crate::CpuBackend, |_| {}), "not held by the CPU");
+        assert!(again.release_in_background_if_held(&Holding, move |bytes| tx.send(bytes).unwrap()));
+        let released = rx.recv_timeout(std::time::Duration::from_secs(60)).expect("the release thread reports");
+        assert_eq!(released, bytes, "the whole spill file");
+        assert!(again.host_released() && !again.release_in_background_if_held(&Holding, |_| {}), "released once");
+        assert_eq!(crate::prove(&Holding, &again, w, r, s).unwrap().0, want, "after the background release");
     }
 }

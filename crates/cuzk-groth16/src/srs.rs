@@ -343,18 +343,52 @@ impl Srs {
     /// `backend` holds every section in its own memory ([`crate::Backend::holds_params`]):
     /// the bytes released by this call.
     pub fn release_if_held(&self, backend: &dyn crate::Backend) -> Option<usize> {
-        let spilled = self.h.is_spilled();
-        if !spilled || self.host_released() || !backend.holds_params(self) {
+        if !self.release_due(backend) {
             return None;
         }
+        self.release_logged(backend.name())
+    }
+
+    /// Spilled, not yet released, and every section held by `backend`.
+    fn release_due(&self, backend: &dyn crate::Backend) -> bool {
+        self.h.is_spilled() && !self.host_released() && backend.holds_params(self)
+    }
+
+    fn release_logged(&self, holder: &str) -> Option<usize> {
         let bytes = self.release_host();
+        if bytes == 0 {
+            return None; // another caller released it in the meantime
+        }
         log::info!(
-            "parameters {}: host copy released ({:.1} GiB), the {} backend holds them",
+            "parameters {}: host copy released ({:.1} GiB), the {holder} backend holds them",
             self.path.display(),
             bytes as f64 / (1u64 << 30) as f64,
-            backend.name()
         );
         Some(bytes)
+    }
+
+    /// [`Srs::release_if_held`], with the release itself (`madvise` and `fadvise` over the
+    /// whole set: seconds at 44 GiB) on a thread of its own, so that a device worker goes on
+    /// to its next partition at once. Whether `backend` holds them is asked here, on the
+    /// caller's thread; `then` gets the bytes released, on the releasing thread. True when a
+    /// release was started.
+    pub fn release_in_background_if_held(
+        self: &std::sync::Arc<Self>,
+        backend: &dyn crate::Backend,
+        then: impl FnOnce(usize) + Send + 'static,
+    ) -> bool {
+        if !self.release_due(backend) {
+            return false;
+        }
+        let (srs, holder) = (std::sync::Arc::clone(self), backend.name());
+        std::thread::Builder::new()
+            .name("cuzk-srs-release".into())
+            .spawn(move || {
+                if let Some(bytes) = srs.release_logged(holder) {
+                    then(bytes);
+                }
+            })
+            .is_ok()
     }
 
     pub fn shape_of(&self) -> SrsShape {

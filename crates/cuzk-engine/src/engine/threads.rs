@@ -252,9 +252,10 @@ impl Engine {
         let prove = start.elapsed();
         if out.is_ok() {
             // Spilled parameters that this device now holds whole: their host copy goes
-            // (`srs_host_release_dir`; a no-op otherwise, or once released).
+            // (`srs_host_release_dir`; a no-op otherwise, or once released), on a thread of
+            // its own while this worker goes on.
             if let Some(p) = &params {
-                p.release_if_held(&backend);
+                p.release_in_background_if_held(&backend, |_| {});
             }
         }
         drop(params);
