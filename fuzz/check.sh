@@ -4,15 +4,12 @@
 # runs (.ci/run); see fuzz/README.md.
 #
 #   fuzz/check.sh [seconds per target, default 30] [target...]
-#   fuzz/check.sh build      (only the instrumented build: CI runs it beside the fixture)
 #
 # New inputs a run finds go to a temporary directory, not into corpus/: the committed corpus
 # changes only by hand (minimized, README.md "Corpus"). The build is instrumented, so it has
 # its own target directory: $CUZK_FUZZ_TARGET_DIR, default fuzz/target.
 set -euo pipefail
 cd "$(dirname "$0")"
-build_only=0
-[ "${1:-}" = build ] && build_only=1
 secs="${1:-30}"
 shift || true
 targets=("$@")
@@ -32,7 +29,6 @@ flags=(-O -a -s none --target-dir "${CUZK_FUZZ_TARGET_DIR:-target}")
 start=$(date +%s)
 cargo fuzz build "${flags[@]}"
 echo "fuzz: build took $(( $(date +%s) - start )) s"
-[ "$build_only" = 1 ] && exit 0
 
 failed=()
 for t in "${targets[@]}"; do
