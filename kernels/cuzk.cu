@@ -2,6 +2,7 @@
 // (crates/cuzk-gpu/src/kernels.rs names them). Algorithms live in the headers.
 #include "ntt.cuh"
 #include "msm.cuh"
+#include "msm_affine.cuh"
 
 using namespace cuzk;
 
@@ -96,4 +97,31 @@ extern "C" __global__ void cuzk_msm_scatter(const fr_t* scalars, const uint8_t* 
     }
 
 CUZK_CURVE_KERNELS(g1, fq_t)
+
+// Batch-affine bucket accumulation (G1 only; msm_affine.cuh).
+extern "C" __global__ void cuzk_ba_lens0(const uint32_t* cursor, uint32_t* lens, uint32_t* offs, uint32_t count,
+                                         uint32_t half) {
+    ba_lens0(cursor, lens, offs, count, half);
+}
+extern "C" __global__ void cuzk_ba_halve(const uint32_t* lens_in, uint32_t* lens_out, uint32_t* offs_out,
+                                         uint32_t count) {
+    ba_halve(lens_in, lens_out, offs_out, count);
+}
+extern "C" __global__ void cuzk_ba_keys(ba_level L, uint64_t in_total) { ba_keys(L, in_total); }
+extern "C" __global__ void cuzk_ba_prefix(ba_level L, uint64_t out_total, uint32_t G, fq_t* prefix, fq_t* totals) {
+    ba_prefix(L, out_total, G, prefix, totals);
+}
+extern "C" __global__ void cuzk_ba_apply(ba_level L, uint64_t out_total, uint32_t G, const fq_t* prefix,
+                                         const fq_t* inv_totals) {
+    ba_apply(L, out_total, G, prefix, inv_totals);
+}
+extern "C" __global__ void cuzk_fq_group_prefix(const fq_t* vals, uint64_t count, uint32_t G, fq_t* prefix,
+                                                fq_t* totals) {
+    fq_group_prefix(vals, count, G, prefix, totals);
+}
+extern "C" __global__ void cuzk_fq_group_backprop(fq_t* vals, uint64_t count, uint32_t G, const fq_t* prefix,
+                                                  const fq_t* inv_totals) {
+    fq_group_backprop(vals, count, G, prefix, inv_totals);
+}
+extern "C" __global__ void cuzk_fq_invert_each(fq_t* vals, uint64_t count) { fq_invert_each(vals, count); }
 CUZK_CURVE_KERNELS(g2, fq2_t)

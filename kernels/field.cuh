@@ -19,7 +19,7 @@
 namespace cuzk {
 
 template <class P>
-struct mont_t {
+struct alignas(16) mont_t {
     static constexpr int N = P::N;
     static_assert(P::SPARE_BITS >= 1, "the modulus needs a spare top bit");
     uint32_t v[N];
@@ -63,7 +63,7 @@ struct mont_t {
         return r;
     }
 
-    __device__ __forceinline__ friend mont_t operator+(const mont_t& a, const mont_t& b) {
+    __device__ __forceinline__ friend mont_t operator+(const mont_t a, const mont_t b) {
         mont_t t;
         t.v[0] = ptx::add_cc(a.v[0], b.v[0]);
 #pragma unroll
@@ -71,7 +71,7 @@ struct mont_t {
         return reduce_once(t);  // no carry out: a + b < 2p < 2^(32N)
     }
 
-    __device__ __forceinline__ friend mont_t operator-(const mont_t& a, const mont_t& b) {
+    __device__ __forceinline__ friend mont_t operator-(const mont_t a, const mont_t b) {
         mont_t t;
         t.v[0] = ptx::sub_cc(a.v[0], b.v[0]);
 #pragma unroll
@@ -107,7 +107,7 @@ struct mont_t {
     // 2p * 2^32 < 2^(32(N+1)) before the shift, at every step of it, since every term is
     // non-negative. So e < 2^(32(N+1)) fits N + 1 words and 2^32 * o <= T gives o < 2^(32N):
     // the chains into o never carry out of its top word, and the final sum is below 2p.
-    __device__ __forceinline__ friend mont_t operator*(const mont_t& a, const mont_t& b) {
+    __device__ __forceinline__ friend mont_t operator*(const mont_t a, const mont_t b) {
         static_assert(N % 2 == 0, "the even/odd product needs an even limb count");
         uint32_t e[N + 1], o[N];
         // Row 0: the accumulators are empty, so the products only need placing (no overlap).

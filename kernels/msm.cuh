@@ -165,7 +165,8 @@ __device__ __forceinline__ void bucket_runs(const uint32_t* keys, size_t len, ui
 
 // Level 1: entries -> buckets (each bucket written once) and carries. Entry v names scalar
 // v of the chunk; its point is points[idx[v]] when an index array is given (bases resident
-// on the device, selected by index), else points[v].
+// on the device, selected by index), else points[v]. A null entry array names slot i's own
+// point (points[i]: the batch-affine levels' output, msm_affine.cuh).
 template <class F>
 __device__ __forceinline__ void msm_bucket_runs_affine(const affine_t<F>* points, const uint32_t* idx,
                                                        const uint32_t* entries, const uint32_t* keys, size_t len,
@@ -173,7 +174,7 @@ __device__ __forceinline__ void msm_bucket_runs_affine(const affine_t<F>* points
                                                        uint32_t* carry_keys) {
     bucket_runs<F>(keys, len, cap, carry_vals, carry_keys,
         [&](xyzz_t<F>& acc, size_t i) {
-            const uint32_t v = entries[i];
+            const uint32_t v = entries ? entries[i] : (uint32_t)i;
             const uint32_t j = v & 0x7fffffffu;
             affine_t<F> p = points[idx ? idx[j] : j];
             if (v & 0x80000000u) p = p.neg();

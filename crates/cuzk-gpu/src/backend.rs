@@ -163,9 +163,15 @@ impl GpuBackend {
         self.gpu.set_residency(on)
     }
 
-    /// Forces the MSM window width (4 to 20 bits), or lets the plan choose (None).
+    /// Forces the MSM window width (4 to 22 bits), or lets the plan choose (None).
     pub fn set_msm_window(&self, bits: Option<u32>) {
         self.gpu.set_msm_window(bits)
+    }
+
+    /// Forces the batch-affine levels of the G1 bucket phase (0 to 12) in every call that
+    /// uploads nothing (the H MSM), whatever its size; None: the plan's rule.
+    pub fn set_msm_batch_levels(&self, levels: Option<u32>) {
+        self.gpu.set_msm_batch_levels(levels)
     }
 
     /// Drops resident base arrays, the staging buffers and cached pinned blocks.

@@ -104,6 +104,8 @@ pub struct Gpu {
     timings: Mutex<OpTimings>,
     residency: AtomicBool,
     msm_window: AtomicU32,
+    /// Forced batch-affine levels plus one (0: the plan's rule).
+    msm_batch: AtomicU32,
 }
 
 /// A staging buffer and the event recorded after the last copy that used it.
@@ -245,6 +247,7 @@ impl Gpu {
             timings: Mutex::default(),
             residency: AtomicBool::new(true),
             msm_window: AtomicU32::new(0),
+            msm_batch: AtomicU32::new(0),
         })
     }
 
@@ -302,6 +305,20 @@ impl Gpu {
         match self.msm_window.load(Ordering::Relaxed) {
             0 => None,
             c => Some(c),
+        }
+    }
+
+    /// Forces the batch-affine levels of the G1 bucket phase (0 to 12) in every call that
+    /// uploads nothing, whatever its size (None: the plan's rule, see msm.rs). For tests
+    /// and measurements: every level count gives the same result.
+    pub fn set_msm_batch_levels(&self, levels: Option<u32>) {
+        self.msm_batch.store(levels.map_or(0, |l| l.min(12) + 1), Ordering::Relaxed);
+    }
+
+    pub(crate) fn msm_batch_levels(&self) -> Option<u32> {
+        match self.msm_batch.load(Ordering::Relaxed) {
+            0 => None,
+            l => Some(l - 1),
         }
     }
 

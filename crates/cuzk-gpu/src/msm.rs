@@ -98,6 +98,114 @@ const REDUCE_CHUNK: usize = 16;
 /// The smallest chunk a plan may take before it refuses the call.
 pub(crate) const MIN_CHUNK: usize = 1 << 12;
 
+/// Batch-affine levels of the bucket phase (kernels/msm_affine.cuh): in G1 calls that upload
+/// nothing per chunk (the H MSM: scalars on the device, bases resident) of at least
+/// 2^BATCH_MIN_LOG points, each bucket's entries can first be summed pairwise in affine
+/// coordinates, the inversions of a level batched, for a number of levels (each halves the
+/// points left) before the XYZZ bucket phase adds what is left. Off by default: on the H200
+/// (bench/NOTES.md, 2026-12-04) the H MSM of a 32 GiB partition took 1181 ms of kernels
+/// without levels against 1255, 1263 and 1305 ms with 1, 3 and 6, the levels' two passes
+/// over randomly gathered points costing more than the products they save.
+/// `CUZK_MSM_BATCH_LEVELS` (0 to 12, read at every call) sets it for measurements.
+const BATCH_LEVELS: u32 = 0;
+/// Output slots each thread of a batch-affine level takes (its denominators share one
+/// running product).
+const BA_GROUP: usize = 16;
+/// The fewest slots per thread `CUZK_MSM_BA_GROUP` may set (the group products' buffer is
+/// sized for it).
+const BA_MIN_GROUP: usize = 8;
+/// Group products each thread of the batch inversion multiplies per step.
+const INV_GROUP: usize = 32;
+/// At most this many values are inverted one by one (Fermat) at the end of a batch inversion.
+const INV_DIRECT: usize = 1 << 15;
+const FQ_BYTES: usize = 48;
+
+/// Chunks below 2^BATCH_MIN_LOG points keep the XYZZ bucket phase alone: a level has a
+/// latency of its own (the Fermat inversions at its end, about half a millisecond, per group
+/// of windows), which a 2^22 call's additions do not repay. `CUZK_MSM_BATCH_MIN_LOG`
+/// overrides it (the GPU tests set 0 to take the levels at every size).
+const BATCH_MIN_LOG: u32 = 24;
+
+/// Batch-affine levels for a G1 chunk of m points that uploads nothing (`forced`: the
+/// backend's switch, whatever the size).
+fn batch_levels(m: usize, forced: Option<u32>) -> u32 {
+    if let Some(l) = forced {
+        return l.min(12);
+    }
+    let var = |name: &str| std::env::var(name).ok().and_then(|v| v.trim().parse::<u32>().ok());
+    let min_log = var("CUZK_MSM_BATCH_MIN_LOG").unwrap_or(BATCH_MIN_LOG).min(40);
+    if (m as u64) < 1u64 << min_log {
+        return 0;
+    }
+    var("CUZK_MSM_BATCH_LEVELS").map_or(BATCH_LEVELS, |l| l.min(12))
+}
+
+/// Bytes of the scratch a batch inversion of `count` values needs (prefixes and group
+/// products of each step).
+fn inv_scratch_bytes(count: usize) -> usize {
+    if count <= INV_DIRECT {
+        return 0;
+    }
+    let t = count.div_ceil(INV_GROUP);
+    (count + t) * FQ_BYTES + inv_scratch_bytes(t)
+}
+
+/// The batch-affine buffers of a chunk of m points: windows go through the levels in
+/// groups of `g`. Level k's region per window has `stride(k)` slots (level 0: the chunk's
+/// entry region).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct BaLayout {
+    levels: u32,
+    g: usize,
+    m: usize,
+    half: usize,
+}
+
+impl BaLayout {
+    fn stride(&self, k: u32) -> usize {
+        if k == 0 {
+            self.m
+        } else {
+            (self.m >> k) + 2 * self.half
+        }
+    }
+    /// Output slots of one level at most (level 1's).
+    fn out_slots(&self) -> usize {
+        self.g * self.stride(1)
+    }
+    fn totals(&self) -> usize {
+        self.out_slots().div_ceil(BA_MIN_GROUP)
+    }
+    /// Slots left for the XYZZ bucket phase per group.
+    fn remainder(&self) -> usize {
+        self.g * self.stride(self.levels)
+    }
+    /// Byte sizes of the buffers: points and keys of the odd and even levels, prefixes,
+    /// group products, inversion scratch, lens and offs twice, then the output slots'
+    /// sources.
+    fn buffers(&self) -> [usize; 12] {
+        let (r1, r2) = (self.g * self.stride(1), if self.levels >= 2 { self.g * self.stride(2) } else { 0 });
+        let per_window = (self.half + 1) * 4;
+        [
+            r1 * G1::AFFINE_BYTES,
+            r2 * G1::AFFINE_BYTES,
+            r1 * 4,
+            r2 * 4,
+            r1 * FQ_BYTES,
+            self.totals() * FQ_BYTES,
+            inv_scratch_bytes(self.totals()),
+            self.g * per_window,
+            self.g * per_window,
+            self.g * per_window,
+            self.g * per_window,
+            r1 * 4,
+        ]
+    }
+    fn bytes(&self) -> usize {
+        self.buffers().iter().map(|&b| if b == 0 { 0 } else { reserved_size(b) }).sum()
+    }
+}
+
 /// The largest chunk (points per pass). A call that uploads per chunk (scalars from the
 /// host, streamed bases or an index array) takes at most 2^22 points, so that chunk k + 1
 /// goes up while chunk k computes. A call that uploads nothing (scalars on the device,
@@ -161,11 +269,13 @@ struct Layout {
     red_b: usize,
     partial: usize,
     jac: usize,
+    ba: BaLayout,
 }
 
 impl Layout {
-    /// For chunks of `m` points, c-bit windows; `sum_only`: a batch sum (no scalars).
-    fn new<C: Curve>(m: usize, c: u32, source: PointSource, sum_only: bool) -> Layout {
+    /// For chunks of `m` points, c-bit windows; `sum_only`: a batch sum (no scalars);
+    /// `batch`: batch-affine levels before the XYZZ bucket phase (G1 only).
+    fn new<C: Curve>(m: usize, c: u32, source: PointSource, sum_only: bool, batch: u32) -> Layout {
         let (x, windows) = (C::XYZZ_BYTES, 256usize.div_ceil(c as usize));
         let half = 1usize << (c - 1);
         let mut l = Layout {
@@ -188,7 +298,16 @@ impl Layout {
             l.jac = C::JAC_BYTES;
         } else {
             let slots = windows * m;
-            let l1 = slots.div_ceil(RUN_CHUNK);
+            let mut l1 = slots.div_ceil(RUN_CHUNK);
+            if batch > 0 {
+                // Windows go through the levels in groups as large as the XYZZ phase's carry
+                // buffers would have been (at least one window); the carries then only
+                // serve what the levels leave.
+                let mut ba = BaLayout { levels: batch, g: 1, m, half };
+                ba.g = (l1 * (x + 4) / ba.bytes().max(1)).clamp(1, windows);
+                l.ba = ba;
+                l1 = ba.remainder().div_ceil(RUN_CHUNK);
+            }
             let l2 = l1.div_ceil(RUN_CHUNK);
             let segs = segments(half);
             l.scalars = m * FR_BYTES;
@@ -218,8 +337,15 @@ impl Layout {
 
     /// As [`Layout::new`], without scalar buffers when the scalars are already on the
     /// device (chunks read them in place).
-    fn of_call<C: Curve>(m: usize, c: u32, source: PointSource, sum_only: bool, device_scalars: bool) -> Layout {
-        let mut l = Layout::new::<C>(m, c, source, sum_only);
+    fn of_call<C: Curve>(
+        m: usize,
+        c: u32,
+        source: PointSource,
+        sum_only: bool,
+        device_scalars: bool,
+        batch: u32,
+    ) -> Layout {
+        let mut l = Layout::new::<C>(m, c, source, sum_only, batch);
         if device_scalars {
             l.scalars = 0;
         }
@@ -241,6 +367,7 @@ impl Layout {
             + r(self.red_a)
             + r(self.red_b)
             + r(self.partial)
+            + self.ba.bytes()
             // rounding of the carry buffers (two allocations each)
             + 4 * 256
     }
@@ -261,6 +388,8 @@ pub struct MsmPlan {
     pub work_bytes: usize,
     /// Device bytes of the resident base array (0 when streamed).
     pub resident_bytes: usize,
+    /// Batch-affine levels of the bucket phase (0: none).
+    pub batch_levels: u32,
 }
 
 /// The plan for `n` points out of `bases` base points, with `available` bytes to spend
@@ -271,12 +400,13 @@ pub(crate) fn plan<C: Curve>(
     sum_only: bool,
     available: usize,
 ) -> Result<MsmPlan, usize> {
-    plan_with::<C>(n, source, sum_only, false, available, None)
+    plan_with::<C>(n, source, sum_only, false, available, None, None)
 }
 
 /// As [`plan`]; `device_scalars`: the scalars are already in device memory (no scalar
 /// buffers, and with resident unindexed bases nothing to upload, so no chunk limit); the
-/// window width forced (4 to [`MAX_WINDOW`] bits) when `window` is given.
+/// window width forced (4 to [`MAX_WINDOW`] bits) when `window` is given, the batch-affine
+/// levels when `batch` is.
 pub(crate) fn plan_with<C: Curve>(
     n: usize,
     source: PointSource,
@@ -284,12 +414,14 @@ pub(crate) fn plan_with<C: Curve>(
     device_scalars: bool,
     available: usize,
     window: Option<u32>,
+    batch: Option<u32>,
 ) -> Result<MsmPlan, usize> {
     let uploads = !(sum_only || device_scalars) || source != (PointSource::Resident { indexed: false });
     let mut m = n.clamp(1, max_chunk(uploads));
     loop {
         let c = window.map_or_else(|| window_bits(m), |c| c.clamp(4, MAX_WINDOW));
-        let bytes = Layout::of_call::<C>(m, c, source, sum_only, device_scalars).bytes();
+        let levels = if C::GROUP == 1 && !sum_only && !uploads { batch_levels(m, batch) } else { 0 };
+        let bytes = Layout::of_call::<C>(m, c, source, sum_only, device_scalars, levels).bytes();
         if bytes <= available {
             return Ok(MsmPlan {
                 n,
@@ -299,6 +431,7 @@ pub(crate) fn plan_with<C: Curve>(
                 source,
                 work_bytes: bytes,
                 resident_bytes: 0,
+                batch_levels: levels,
             });
         }
         if m <= MIN_CHUNK {
@@ -330,6 +463,8 @@ struct Workspace {
     red_a: Option<DeviceBuffer>,
     red_b: Option<DeviceBuffer>,
     partial: DeviceBuffer,
+    /// The batch-affine buffers, in the order of `BaLayout::buffers`.
+    ba: Vec<Option<DeviceBuffer>>,
 }
 
 fn alloc_opt(gpu: &Gpu, bytes: usize) -> Result<Option<DeviceBuffer>, GpuError> {
@@ -372,6 +507,11 @@ impl Workspace {
             red_a: alloc_opt(gpu, l.red_a)?,
             red_b: alloc_opt(gpu, l.red_b)?,
             partial: gpu.alloc(l.partial)?,
+            ba: if l.ba.levels > 0 {
+                l.ba.buffers().iter().map(|&b| alloc_opt(gpu, b)).collect::<Result<_, _>>()?
+            } else {
+                Vec::new()
+            },
         })
     }
 }
@@ -423,6 +563,252 @@ fn to_jacobian(
     )
 }
 
+/// The XYZZ bucket phase over `len` key-sorted slots. `src` is (points, index array,
+/// entries, keys): entry i names its point (a null entry array: slot i's own point). Level 1
+/// writes each bucket once and leaves carries; later levels fold the carries into the
+/// buckets until one chunk is left, ping-ponging between the two carry buffers.
+fn bucket_phase(
+    gpu: &Gpu,
+    k: &CurveKernels,
+    src: [u64; 4],
+    len: usize,
+    buckets: u64,
+    carries: [(u64, u64); 2],
+) -> Result<(), GpuError> {
+    let [pts, pidx, pe, pkeys] = src;
+    let cap = RUN_CHUNK as u32;
+    let mut chunks = len.div_ceil(RUN_CHUNK);
+    let (len64, pv, pck) = (len as u64, carries[0].0, carries[0].1);
+    gpu.launch(
+        k.bucket_runs_affine,
+        chunks,
+        BLOCK,
+        0,
+        &mut [
+            arg(&pts),
+            arg(&pidx),
+            arg(&pe),
+            arg(&pkeys),
+            arg(&len64),
+            arg(&cap),
+            arg(&buckets),
+            arg(&pv),
+            arg(&pck),
+        ],
+    )?;
+    let mut level = 0;
+    while chunks > 1 {
+        let level_len = chunks;
+        chunks = level_len.div_ceil(RUN_CHUNK);
+        let (src, dst) = (carries[level % 2], carries[(level + 1) % 2]);
+        let len64 = level_len as u64;
+        gpu.launch(
+            k.bucket_runs_xyzz,
+            chunks,
+            BLOCK,
+            0,
+            &mut [
+                arg(&src.0),
+                arg(&src.1),
+                arg(&len64),
+                arg(&cap),
+                arg(&buckets),
+                arg(&dst.0),
+                arg(&dst.1),
+            ],
+        )?;
+        level += 1;
+    }
+    Ok(())
+}
+
+/// One batch-affine level as the kernels take it (`ba_level` in kernels/msm_affine.cuh).
+#[repr(C)]
+struct BaLevel {
+    bases: u64,
+    idx: u64,
+    entries: u64,
+    in_pts: u64,
+    in_keys: u64,
+    in_lens: u64,
+    in_offs: u64,
+    out_pts: u64,
+    out_keys: u64,
+    out_src: u64,
+    out_lens: u64,
+    out_offs: u64,
+    in_stride: u64,
+    out_stride: u64,
+    w0: u32,
+    half: u32,
+}
+
+/// A chunk's sorted entries, as the scatter left them.
+struct BaInput {
+    points: u64,
+    idx: u64,
+    entries: u64,
+    keys: u64,
+    /// The scatter's cursors: the end of each bucket.
+    cursor: u64,
+    /// The chunk's length: each window's region of entries and keys.
+    len: usize,
+    c: u32,
+    windows: usize,
+}
+
+/// The bucket phase with batch-affine levels first (G1; kernels/msm_affine.cuh): per group of
+/// windows, `levels` pairwise affine levels, then the XYZZ bucket phase over what is left.
+fn batch_affine(
+    gpu: &Gpu,
+    k: &CurveKernels,
+    ba: &BaLayout,
+    bufs: &[Option<DeviceBuffer>],
+    input: BaInput,
+    buckets: u64,
+    carries: [(u64, u64); 2],
+) -> Result<(), GpuError> {
+    let b = |i: usize| ptr(&bufs[i]);
+    let (out_pts, out_keys) = ([b(0), b(1)], [b(2), b(3)]);
+    let (prefix, totals, scratch) = (b(4), b(5), b(6));
+    let (lens, offs, src) = ([b(7), b(8)], [b(9), b(10)], b(11));
+    let kn = &gpu.kernels;
+    let (half, words, len) = (ba.half, ba.half + 1, input.len);
+    let group = std::env::var("CUZK_MSM_BA_GROUP").ok().and_then(|v| v.parse::<usize>().ok()).map_or(BA_GROUP, |g| g.clamp(BA_MIN_GROUP, 64));
+    let (half32, c, grp) = (half as u32, input.c, group as u32);
+    // The kernels index a group's slots in 31 bits.
+    assert!(ba.g * len.max(ba.stride(1)) < 1 << 31, "batch-affine group of {} slots", ba.g * len);
+    // CUZK_MSM_BA_PROFILE: event times per kind of kernel, printed at the end (a measurement
+    // switch: each mark is an event on the compute stream).
+    let mut marks: Option<Vec<(usize, Event)>> = std::env::var_os("CUZK_MSM_BA_PROFILE").map(|_| Vec::new());
+    let mut mark = |kind: usize| -> Result<(), GpuError> {
+        if let Some(m) = marks.as_mut() {
+            let e = Event::new(true)?;
+            e.record(gpu.stream())?;
+            m.push((kind, e));
+        }
+        Ok(())
+    };
+    mark(0)?;
+    for w0 in (0..input.windows).step_by(ba.g) {
+        gpu.check_cancel()?;
+        let gg = ba.g.min(input.windows - w0);
+        let cnt = (gg * words) as u32;
+        let cursor = input.cursor + (w0 * words * 4) as u64;
+        gpu.launch(
+            kn.ba_lens0,
+            cnt as usize,
+            BLOCK,
+            0,
+            &mut [arg(&cursor), arg(&lens[0]), arg(&offs[0]), arg(&cnt), arg(&half32)],
+        )?;
+        let (mut in_pts, mut in_keys, mut in_stride) = (0u64, input.keys + (w0 * len * 4) as u64, len);
+        let mut cur = 0;
+        for lv in 0..ba.levels {
+            let (li, lo, o) = (cur, 1 - cur, (lv % 2) as usize);
+            gpu.launch(
+                kn.ba_halve,
+                cnt as usize,
+                BLOCK,
+                0,
+                &mut [arg(&lens[li]), arg(&lens[lo]), arg(&offs[lo]), arg(&cnt)],
+            )?;
+            gpu.launch(kn.msm_bucket_offsets, gg * 1024, 1024, 1024 * 4, &mut [arg(&offs[lo]), arg(&c)])?;
+            let out_stride = ba.stride(lv + 1);
+            let out_total = gg * out_stride;
+            gpu.memset_bytes(out_keys[o], out_total * 4, 0xff)?;
+            gpu.memset_bytes(src, out_total * 4, 0xff)?;
+            let first = lv == 0;
+            let level = BaLevel {
+                bases: if first { input.points } else { 0 },
+                idx: if first { input.idx } else { 0 },
+                entries: if first { input.entries + (w0 * len * 4) as u64 } else { 0 },
+                in_pts,
+                in_keys,
+                in_lens: lens[li],
+                in_offs: offs[li],
+                out_pts: out_pts[o],
+                out_keys: out_keys[o],
+                out_src: src,
+                out_lens: lens[lo],
+                out_offs: offs[lo],
+                in_stride: in_stride as u64,
+                out_stride: out_stride as u64,
+                w0: w0 as u32,
+                half: half32,
+            };
+            let in_total = (gg * in_stride) as u64;
+            gpu.launch(kn.ba_keys, gg * in_stride, BLOCK, 0, &mut [arg(&level), arg(&in_total)])?;
+            mark(0)?;
+            let threads = out_total.div_ceil(group);
+            let ot = out_total as u64;
+            gpu.launch(
+                kn.ba_prefix,
+                threads,
+                BLOCK,
+                0,
+                &mut [arg(&level), arg(&ot), arg(&grp), arg(&prefix), arg(&totals)],
+            )?;
+            mark(1)?;
+            invert_batch(gpu, totals, threads, scratch)?;
+            mark(2)?;
+            gpu.launch(
+                kn.ba_apply,
+                threads,
+                BLOCK,
+                0,
+                &mut [arg(&level), arg(&ot), arg(&grp), arg(&prefix), arg(&totals)],
+            )?;
+            mark(3)?;
+            (in_pts, in_keys, in_stride, cur) = (out_pts[o], out_keys[o], out_stride, lo);
+        }
+        bucket_phase(gpu, k, [in_pts, 0, 0, in_keys], gg * in_stride, buckets, carries)?;
+        mark(4)?;
+    }
+    if let Some(m) = marks {
+        gpu.sync()?;
+        let mut ms = [0f64; 5];
+        for w in m.windows(2) {
+            ms[w[1].0] += w[1].1.since(&w[0].1)?.as_secs_f64() * 1e3;
+        }
+        eprintln!(
+            "batch-affine profile ({} levels, {} window(s) per group, {} slots per thread): keys {:.1} ms, prefix {:.1} ms, inversion {:.1} ms, apply {:.1} ms, XYZZ phase over the rest {:.1} ms",
+            ba.levels, ba.g, group, ms[0], ms[1], ms[2], ms[3], ms[4]
+        );
+    }
+    Ok(())
+}
+
+/// `count` field elements at `vals` replaced by their inverses (none may be 0): group
+/// products and prefixes per INV_GROUP values, the products inverted the same way until at
+/// most INV_DIRECT are left (those by Fermat, one per thread), then the inverses propagated
+/// back. `scratch` holds `inv_scratch_bytes(count)`.
+fn invert_batch(gpu: &Gpu, vals: u64, count: usize, scratch: u64) -> Result<(), GpuError> {
+    let kn = &gpu.kernels;
+    let c64 = count as u64;
+    if count <= INV_DIRECT {
+        return gpu.launch(kn.fq_invert_each, count, BLOCK, 0, &mut [arg(&vals), arg(&c64)]);
+    }
+    let t = count.div_ceil(INV_GROUP);
+    let (prefix, totals) = (scratch, scratch + (count * FQ_BYTES) as u64);
+    let grp = INV_GROUP as u32;
+    gpu.launch(
+        kn.fq_group_prefix,
+        t,
+        BLOCK,
+        0,
+        &mut [arg(&vals), arg(&c64), arg(&grp), arg(&prefix), arg(&totals)],
+    )?;
+    invert_batch(gpu, totals, t, totals + (t * FQ_BYTES) as u64)?;
+    gpu.launch(
+        kn.fq_group_backprop,
+        t,
+        BLOCK,
+        0,
+        &mut [arg(&vals), arg(&c64), arg(&grp), arg(&prefix), arg(&totals)],
+    )
+}
+
 /// Whether `bases` are resident on `gpu` now (arrays too short to be kept resident count as
 /// held: every call uploads them anyway, from a few host pages).
 pub(crate) fn holds<C: Curve>(gpu: &Gpu, bases: &[C::Affine]) -> bool {
@@ -456,6 +842,7 @@ fn choose_source<C: Curve>(
         window_bits(n.clamp(1, max_chunk(true))),
         resident,
         sum_only,
+        0,
     )
     .bytes();
     if n.saturating_mul(8) < bases.len()
@@ -507,7 +894,7 @@ pub(crate) fn msm<C: Curve>(
     }
     let (source, resident) = choose_source::<C>(gpu, bases, selection, n, sum_only)?;
     let device_scalars = matches!(scalars, Scalars::Device(_));
-    let p = plan_with::<C>(n, source, sum_only, device_scalars, gpu.available(), gpu.msm_window())
+    let p = plan_with::<C>(n, source, sum_only, device_scalars, gpu.available(), gpu.msm_window(), gpu.msm_batch_levels())
         .map_err(|need| {
             let c = gpu.counters();
             GpuError::OverBudget {
@@ -521,7 +908,7 @@ pub(crate) fn msm<C: Curve>(
     let (m, c) = (p.chunk, p.c);
     let windows = 256u32.div_ceil(c);
     let half = 1usize << (c - 1);
-    let l = Layout::of_call::<C>(m, c, source, sum_only, device_scalars);
+    let l = Layout::of_call::<C>(m, c, source, sum_only, device_scalars, p.batch_levels);
     let ta = Instant::now();
     let ws = Workspace::new::<C>(gpu, &l, m)?;
     let alloc = ta.elapsed();
@@ -598,7 +985,7 @@ pub(crate) fn msm<C: Curve>(
         gpu.check_cancel()?;
         let (s, lo) = (j % 2, j * m);
         let len = m.min(n - lo);
-        let (n32, cap) = (len as u32, RUN_CHUNK as u32);
+        let n32 = len as u32;
         let (pts, pidx) = match (source, &resident) {
             (PointSource::Resident { indexed: false }, Some(r)) => {
                 (r.ptr() + (lo * C::AFFINE_BYTES) as u64, 0u64)
@@ -664,50 +1051,11 @@ pub(crate) fn msm<C: Curve>(
             gpu.memset(ws.buckets.as_ref().unwrap(), 0)?; // all infinity (ZZ = 0)
             let (ca, cb) = (ws.carry_a.as_ref().unwrap(), ws.carry_b.as_ref().unwrap());
             let carries = [(ca.0.ptr(), ca.1.ptr()), (cb.0.ptr(), cb.1.ptr())];
-            let mut level_len = slots;
-            let mut chunks = level_len.div_ceil(RUN_CHUNK);
-            let (len64, pv, pck) = (level_len as u64, carries[0].0, carries[0].1);
-            gpu.launch(
-                k.bucket_runs_affine,
-                chunks,
-                BLOCK,
-                0,
-                &mut [
-                    arg(&pts),
-                    arg(&pidx),
-                    arg(&pe),
-                    arg(&pkeys),
-                    arg(&len64),
-                    arg(&cap),
-                    arg(&pb),
-                    arg(&pv),
-                    arg(&pck),
-                ],
-            )?;
-            // Fold the carries until one chunk is left (its first run cannot continue
-            // anything); levels ping-pong between the two carry buffers.
-            let mut level = 0;
-            while chunks > 1 {
-                level_len = chunks;
-                chunks = level_len.div_ceil(RUN_CHUNK);
-                let (src, dst) = (carries[level % 2], carries[(level + 1) % 2]);
-                let len64 = level_len as u64;
-                gpu.launch(
-                    k.bucket_runs_xyzz,
-                    chunks,
-                    BLOCK,
-                    0,
-                    &mut [
-                        arg(&src.0),
-                        arg(&src.1),
-                        arg(&len64),
-                        arg(&cap),
-                        arg(&pb),
-                        arg(&dst.0),
-                        arg(&dst.1),
-                    ],
-                )?;
-                level += 1;
+            if l.ba.levels > 0 {
+                let input = BaInput { points: pts, idx: pidx, entries: pe, keys: pkeys, cursor: pk, len, c, windows: windows as usize };
+                batch_affine(gpu, &k, &l.ba, &ws.ba, input, pb, carries)?;
+            } else {
+                bucket_phase(gpu, &k, [pts, pidx, pe, pkeys], slots, pb, carries)?;
             }
             let segs = segments(half);
             let (pg, segs32) = (ptr(&ws.segs), segs as u32);
@@ -857,20 +1205,71 @@ mod tests {
     fn device_scalars_plan_one_pass() {
         let n = (1 << 27) - 1;
         let res = PointSource::Resident { indexed: false };
-        let one = plan_with::<G1>(n, res, false, true, usize::MAX, None).unwrap();
+        let one = plan_with::<G1>(n, res, false, true, usize::MAX, None, None).unwrap();
         assert_eq!((one.chunk, one.chunks), (n, 1));
         assert_eq!(one.c, 16);
-        let host = plan_with::<G1>(n, res, false, false, usize::MAX, None).unwrap();
+        let host = plan_with::<G1>(n, res, false, false, usize::MAX, None, None).unwrap();
         assert_eq!(host.chunk, 1 << 22);
-        let tight = plan_with::<G1>(n, res, false, true, one.work_bytes / 3, None).unwrap();
+        let tight = plan_with::<G1>(n, res, false, true, one.work_bytes / 3, None, None).unwrap();
         assert!(tight.chunks > 1 && tight.work_bytes <= one.work_bytes / 3);
         let idx = PointSource::Resident { indexed: true };
-        assert_eq!(plan_with::<G1>(n, idx, false, true, usize::MAX, None).unwrap().chunk, 1 << 22);
+        assert_eq!(plan_with::<G1>(n, idx, false, true, usize::MAX, None, None).unwrap().chunk, 1 << 22);
         // No scalar buffers for device scalars.
         let m = 1 << 20;
-        let with = plan_with::<G1>(m, res, false, false, usize::MAX, None).unwrap();
-        let without = plan_with::<G1>(m, res, false, true, usize::MAX, None).unwrap();
-        assert!(without.work_bytes + 2 * m * FR_BYTES <= with.work_bytes + 4096);
+        let with = Layout::of_call::<G1>(m, 16, res, false, false, 0).bytes();
+        let without = Layout::of_call::<G1>(m, 16, res, false, true, 0).bytes();
+        assert!(without + 2 * m * FR_BYTES <= with + 4096);
+        // Batch-affine levels (forced here: off by default) only where nothing is
+        // uploaded, in G1, and not in sums.
+        let forced = |n: usize, src, sum_only, dev, g2: bool| {
+            let p = if g2 {
+                plan_with::<G2>(n, src, sum_only, dev, usize::MAX, None, Some(6))
+            } else {
+                plan_with::<G1>(n, src, sum_only, dev, usize::MAX, None, Some(6))
+            };
+            p.unwrap().batch_levels
+        };
+        assert_eq!(forced(n, res, false, true, false), 6);
+        assert_eq!(forced(n, res, false, false, false), 0, "host scalars upload");
+        assert_eq!(forced(n, idx, false, true, false), 0, "an index array uploads");
+        assert_eq!(forced(n, res, true, false, false), 0, "a sum");
+        assert_eq!(forced(n >> 2, res, false, true, true), 0, "G2");
+        if std::env::var_os("CUZK_MSM_BATCH_LEVELS").is_none() {
+            assert_eq!(one.batch_levels, BATCH_LEVELS);
+        }
+    }
+
+    #[test]
+    fn batch_affine_layout() {
+        // The H MSM of a 32 GiB partition: one window at a time, in about the room the
+        // XYZZ phase's carries took.
+        let (m, c) = ((1usize << 27) - 1, 16);
+        let res = PointSource::Resident { indexed: false };
+        let plain = Layout::of_call::<G1>(m, c, res, false, true, 0);
+        let batch = Layout::of_call::<G1>(m, c, res, false, true, 6);
+        assert_eq!(batch.ba.g, 1);
+        assert!(batch.bytes() < plain.bytes() * 21 / 20, "{} against {}", batch.bytes(), plain.bytes());
+        let small = Layout::of_call::<G1>(1 << 20, 12, res, false, true, 3);
+        assert!(small.ba.g >= 1 && small.ba.g <= 22);
+        // Only large calls take the levels (each level has a fixed latency).
+        if std::env::var_os("CUZK_MSM_BATCH_MIN_LOG").is_none() {
+            assert_eq!(plan_with::<G1>(1 << 22, res, false, true, usize::MAX, None, None).unwrap().batch_levels, 0);
+        }
+        // Every level's region holds its outputs: half the inputs, plus a half for each
+        // bucket with an odd count.
+        for ba in [batch.ba, small.ba] {
+            for k in 0..=ba.levels {
+                assert!(2 * ba.stride(k + 1) >= ba.stride(k) + ba.half, "{ba:?} level {k}");
+                if k >= 1 {
+                    let buf = if k % 2 == 1 { 0 } else { 1 };
+                    assert!(ba.g * ba.stride(k) * G1::AFFINE_BYTES <= ba.buffers()[buf], "{ba:?} level {k}");
+                }
+            }
+        }
+        // The inversion scratch covers every step of the recursion.
+        assert_eq!(inv_scratch_bytes(INV_DIRECT), 0);
+        let (n, t) = (INV_DIRECT * INV_GROUP * 3, INV_DIRECT * 3);
+        assert_eq!(inv_scratch_bytes(n), (n + t) * FQ_BYTES + (t + t / INV_GROUP) * FQ_BYTES);
     }
 
     #[test]
