@@ -132,13 +132,20 @@ __device__ __forceinline__ void ba_keys(ba_level L, uint64_t in_total) {
     L.out_src[j] = (uint32_t)s | (pos + 1 < L.in_lens[x] ? 0x80000000u : 0u);
 }
 
+// Thread t's share of `count` slots in groups of G: [lo, hi); false when it has none.
+__device__ __forceinline__ bool group_range(uint64_t count, uint32_t G, uint64_t& t, uint64_t& lo, uint64_t& hi) {
+    t = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    lo = t * G;
+    if (lo >= count) return false;
+    hi = min(lo + G, count);
+    return true;
+}
+
 // Thread t, output slots [t G, (t + 1) G): prefix[j] = product of the denominators of the
 // thread's earlier slots; totals[t] = product of all of them (1 when none).
 __device__ __forceinline__ void ba_prefix(ba_level L, uint64_t out_total, uint32_t G, fq_t* prefix, fq_t* totals) {
-    const uint64_t t = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    const uint64_t lo = t * G;
-    if (lo >= out_total) return;
-    const uint64_t hi = min(lo + G, out_total);
+    uint64_t t, lo, hi;
+    if (!group_range(out_total, G, t, lo, hi)) return;
     fq_t acc = fq_t::one();
     for (uint64_t j = lo; j < hi; j++) {
         const ba_slot s = ba_decode(L, j);
@@ -157,10 +164,8 @@ __device__ __forceinline__ void ba_prefix(ba_level L, uint64_t out_total, uint32
 // each denominator's inverse is inv * prefix[j] (inv: the inverse of the product so far).
 __device__ __forceinline__ void ba_apply(ba_level L, uint64_t out_total, uint32_t G, const fq_t* prefix,
                                          const fq_t* inv_totals) {
-    const uint64_t t = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    const uint64_t lo = t * G;
-    if (lo >= out_total) return;
-    const uint64_t hi = min(lo + G, out_total);
+    uint64_t t, lo, hi;
+    if (!group_range(out_total, G, t, lo, hi)) return;
     fq_t inv = inv_totals[t];
     for (uint64_t j = hi; j-- > lo;) {
         const ba_slot s = ba_decode(L, j);
@@ -198,10 +203,8 @@ __device__ __forceinline__ void ba_apply(ba_level L, uint64_t out_total, uint32_
 // the group products (recursively, or fq_invert_each), then fq_group_backprop.
 __device__ __forceinline__ void fq_group_prefix(const fq_t* vals, uint64_t count, uint32_t G, fq_t* prefix,
                                                 fq_t* totals) {
-    const uint64_t t = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    const uint64_t lo = t * G;
-    if (lo >= count) return;
-    const uint64_t hi = min(lo + G, count);
+    uint64_t t, lo, hi;
+    if (!group_range(count, G, t, lo, hi)) return;
     fq_t acc = fq_t::one();
     for (uint64_t j = lo; j < hi; j++) {
         prefix[j] = acc;
@@ -212,10 +215,8 @@ __device__ __forceinline__ void fq_group_prefix(const fq_t* vals, uint64_t count
 
 __device__ __forceinline__ void fq_group_backprop(fq_t* vals, uint64_t count, uint32_t G, const fq_t* prefix,
                                                   const fq_t* inv_totals) {
-    const uint64_t t = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    const uint64_t lo = t * G;
-    if (lo >= count) return;
-    const uint64_t hi = min(lo + G, count);
+    uint64_t t, lo, hi;
+    if (!group_range(count, G, t, lo, hi)) return;
     fq_t inv = inv_totals[t];
     for (uint64_t j = hi; j-- > lo;) {
         const fq_t v = vals[j];
