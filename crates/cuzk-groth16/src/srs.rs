@@ -145,9 +145,10 @@ impl<'a> Sections<'a> {
     }
 }
 
-trait UncompressedPoint: Sized + Send {
+trait UncompressedPoint: Sized + Send + Sync {
     const SIZE: usize;
     fn decode(bytes: &[u8]) -> Option<Self>;
+    fn encode(&self, out: &mut [u8]);
     fn is_identity_point(&self) -> bool;
 }
 
@@ -159,6 +160,9 @@ impl UncompressedPoint for G1Affine {
         // cached parameters (it costs a scalar multiplication per point).
         Option::from(G1Affine::from_uncompressed_unchecked(repr))
     }
+    fn encode(&self, out: &mut [u8]) {
+        out.copy_from_slice(&self.to_uncompressed());
+    }
     fn is_identity_point(&self) -> bool {
         bool::from(self.is_identity())
     }
@@ -169,6 +173,9 @@ impl UncompressedPoint for G2Affine {
     fn decode(bytes: &[u8]) -> Option<Self> {
         let repr: &[u8; G2_BYTES] = bytes.try_into().ok()?;
         Option::from(G2Affine::from_uncompressed_unchecked(repr))
+    }
+    fn encode(&self, out: &mut [u8]) {
+        out.copy_from_slice(&self.to_uncompressed());
     }
     fn is_identity_point(&self) -> bool {
         bool::from(self.is_identity())
@@ -267,7 +274,67 @@ fn map_file(path: &Path) -> Result<memmap2::Mmap, SrsError> {
     unsafe { memmap2::Mmap::map(&file) }.map_err(io)
 }
 
+/// Points encoded per parallel batch of [`write_section`].
+const WRITE_BATCH: usize = 1 << 20;
+
+/// A length-prefixed section: the count as a big-endian u32, then the points, encoded in
+/// parallel a batch at a time.
+fn write_section<P: UncompressedPoint>(
+    w: &mut impl std::io::Write,
+    section: &'static str,
+    points: &[P],
+) -> std::io::Result<u64> {
+    let count = u32::try_from(points.len()).map_err(|_| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("section {section} has {} points, more than a u32 counts", points.len()),
+        )
+    })?;
+    w.write_all(&count.to_be_bytes())?;
+    let mut buf = vec![0u8; WRITE_BATCH.min(points.len()) * P::SIZE];
+    for batch in points.chunks(WRITE_BATCH) {
+        let out = &mut buf[..batch.len() * P::SIZE];
+        out.par_chunks_exact_mut(P::SIZE).zip(batch).for_each(|(o, p)| p.encode(o));
+        w.write_all(out)?;
+    }
+    Ok(4 + (points.len() * P::SIZE) as u64)
+}
+
 impl Srs {
+    /// Writes the parameters in bellperson's `.params` format (the layout at the top of this
+    /// module): the inverse of [`Srs::load`], byte for byte. For benchmarks that hand
+    /// parameters made here (shape-only, random) to another prover; returns the bytes
+    /// written. Every error names the file.
+    pub fn write_params(&self, path: &Path) -> Result<u64, SrsError> {
+        let io = |source| SrsError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        let mut w = std::io::BufWriter::with_capacity(1 << 24, File::create(path).map_err(io)?);
+        let vk = &self.vk;
+        let mut head = vec![0u8; VK_FIXED_BYTES];
+        let (g1, g2) = (G1_BYTES, G2_BYTES);
+        vk.alpha_g1.encode(&mut head[..g1]);
+        vk.beta_g1.encode(&mut head[g1..2 * g1]);
+        vk.beta_g2.encode(&mut head[2 * g1..2 * g1 + g2]);
+        vk.gamma_g2.encode(&mut head[2 * g1 + g2..2 * g1 + 2 * g2]);
+        vk.delta_g1.encode(&mut head[2 * g1 + 2 * g2..3 * g1 + 2 * g2]);
+        vk.delta_g2.encode(&mut head[3 * g1 + 2 * g2..]);
+        let mut written = head.len() as u64;
+        let mut body = || -> std::io::Result<()> {
+            w.write_all(&head)?;
+            written += write_section(&mut w, "vk.ic", &vk.ic)?;
+            for (section, points) in [("h", &self.h), ("l", &self.l), ("a", &self.a), ("b_g1", &self.b_g1)] {
+                written += write_section(&mut w, section, points)?;
+            }
+            written += write_section(&mut w, "b_g2", &self.b_g2)?;
+            use std::io::Write;
+            w.flush()
+        };
+        body().map_err(io)?;
+        Ok(written)
+    }
+
     /// Reads only the header and section lengths: cheap, used to plan memory and to check
     /// that a file matches a circuit before loading it.
     pub fn shape(path: &Path) -> Result<SrsShape, SrsError> {
