@@ -60,6 +60,20 @@ struct Args {
     /// cuzk's device memory budget in GiB (the rest is left to sppark and supraseal-c2).
     #[arg(long, default_value_t = 48)]
     cuzk_vram_gib: usize,
+    /// Also one PoRep partition of this shape (`32GiB`, or `2^N` for its proportions at
+    /// 2^N) proved by cuzk and by supraseal-c2 from the same random parameters, written to
+    /// a .params file in --shape-dir (about 47 GB at 32GiB), with a witness drawn with the
+    /// 2 KiB witness's scalar mix. Shape-only inputs: the proofs cannot verify; they must
+    /// be byte-identical.
+    #[arg(long)]
+    shape: Option<String>,
+    /// Where --shape writes its parameter file (removed afterwards).
+    #[arg(long, default_value = "/tmp/cuzk-peers-shape")]
+    shape_dir: PathBuf,
+    /// cuzk's device memory budget in GiB for --shape (the whole device by default: cuzk
+    /// proves first, then gives the device back before supraseal-c2 starts).
+    #[arg(long)]
+    shape_vram_gib: Option<usize>,
 }
 
 // ---- our CUDA wrapper (cuda/peers.cu) ----
@@ -268,6 +282,19 @@ fn main() -> Result<()> {
             Err(p) => {
                 let msg = p.downcast_ref::<String>().cloned().or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()));
                 failures.push(format!("PoRep against supraseal-c2 panicked: {}", msg.unwrap_or_default()))
+            }
+        }
+    }
+
+    if let Some(name) = &args.shape {
+        drop(gpu);
+        let shape = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| shape_rows(name, &args, &mut rows, &mut failures)));
+        match shape {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => failures.push(format!("{name} shape against supraseal-c2: {e:#}")),
+            Err(p) => {
+                let msg = p.downcast_ref::<String>().cloned().or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()));
+                failures.push(format!("{name} shape against supraseal-c2 panicked: {}", msg.unwrap_or_default()))
             }
         }
     }
@@ -567,6 +594,89 @@ fn porep_rows(gpu: &GpuBackend, args: &Args, rows: &mut Vec<Row>, failures: &mut
         ),
     });
     Ok(())
+}
+
+/// `--shape`: one partition of a PoRep shape, cuzk (its own GPU backend, whole device by
+/// default) then supraseal-c2 from a .params file written out of the same random parameters,
+/// same witness and r, s. Shape-only inputs: the proofs cannot verify, and must be equal.
+fn shape_rows(name: &str, args: &Args, rows: &mut Vec<Row>, failures: &mut Vec<String>) -> Result<()> {
+    use cuzk_groth16::shape::{random_srs, shape_witness, PartitionShape, WitnessMix};
+    let shape = PartitionShape::parse(name).map_err(anyhow::Error::msg)?;
+    println!("\n{name} PoRep partition shape: SHAPE-ONLY INPUTS (random parameters, a drawn witness): these proofs cannot verify");
+    let t = Instant::now();
+    let f = cuzk_filecoin::fixture::ensure_fixture(&args.fixture_dir, 2048)
+        .with_context(|| format!("2 KiB fixture in {} (for the scalar mix)", args.fixture_dir.display()))?;
+    let c1 = cuzk_filecoin::parse_c1(&std::fs::read(f.c1_path())?)?;
+    let mix = WitnessMix::of(&cuzk_filecoin::PoRepJob::new(&c1)?.synthesize(0)?.0);
+    let witness = shape_witness(&shape, &mix, 0x5eed);
+    let srs_shape = cuzk_groth16::prover::required_shape(&witness);
+    let srs = random_srs(&srs_shape, 0x5eed);
+    println!(
+        "witness ({} constraints) and random parameters {:?} ({:.1} GB of points) in {:.1} s",
+        witness.num_constraints(),
+        srs_shape,
+        srs_shape.point_bytes() as f64 / 1e9,
+        t.elapsed().as_secs_f64()
+    );
+    std::fs::create_dir_all(&args.shape_dir).with_context(|| format!("creating {}", args.shape_dir.display()))?;
+    let path = args.shape_dir.join(format!("porep-shape-{}.params", name.replace('^', "p")));
+    let t = Instant::now();
+    let bytes = srs.write_params(&path)?;
+    println!("parameter file {} ({:.1} GB) written in {:.1} s", path.display(), bytes as f64 / 1e9, t.elapsed().as_secs_f64());
+    let _remove = RemoveOnDrop(path.clone());
+    let (r, s) = (Scalar::from(0x5eedu64), Scalar::from(0xb1d5u64));
+
+    // cuzk first, on the whole device (or --shape-vram-gib), then the device is given back.
+    let budget = args.shape_vram_gib.map_or(VramBudget::FractionOfFree(0.9), |g| VramBudget::Bytes(g << 30));
+    let gpu = GpuBackend::open(0, budget).context("cuzk's GPU backend did not open")?;
+    let mut cuzk_best = Duration::MAX;
+    let mut cuzk_proof = None;
+    for round in 0..=args.rounds {
+        let w = witness.clone();
+        let t = Instant::now();
+        let (p, timings) = cuzk_groth16::prove(&gpu, &srs, w, r, s)?;
+        let el = t.elapsed();
+        println!("  cuzk round {round}: {:.1} ms (H step {:.1}, H MSM {:.1} ms)", ms(el), ms(timings.ntt_h), ms(timings.msm_h));
+        if round > 0 {
+            cuzk_best = cuzk_best.min(el);
+        }
+        cuzk_proof.get_or_insert(p);
+    }
+    drop(gpu);
+    drop(srs);
+
+    let t = Instant::now();
+    let supra_srs = supraseal_c2::SRS::try_new(path.clone(), true).map_err(|e| anyhow::anyhow!("supraseal-c2 SRS {}: {e}", path.display()))?;
+    let supra_load = t.elapsed();
+    println!("supraseal-c2 read the parameter file in {:.1} s", supra_load.as_secs_f64());
+    let (supra_proof, supra_best) = best(args.rounds, || Ok(supraseal_prove(&witness, &supra_srs, r, s)))?;
+    let cuzk_proof = cuzk_proof.unwrap();
+    let identical = cuzk_proof.to_bytes() == supra_proof.to_bytes();
+    println!("{name} shape proofs with the same r, s: {}", if identical { "BYTE-IDENTICAL" } else { "DIFFERENT" });
+    if !identical {
+        failures.push(format!("{name} shape proof: cuzk {} supraseal {}", hex(&cuzk_proof.to_bytes()), hex(&supra_proof.to_bytes())));
+    }
+    rows.push(Row {
+        op: format!("PoRep partition proof, {name} shape (after synthesis; shape-only, cannot verify)"),
+        n: format!("{} constraints", witness.num_constraints()),
+        cuzk: cuzk_best,
+        peer: supra_best,
+        note: format!(
+            "supraseal-c2 generate_groth16_proofs from the same parameters written to a .params file, same witness and r, s; proofs {}; its parameter read {:.1} s",
+            if identical { "byte-identical" } else { "DIFFERENT" },
+            supra_load.as_secs_f64()
+        ),
+    });
+    Ok(())
+}
+
+/// Removes a file when dropped (the --shape parameter file: tens of GB of the device's disk).
+struct RemoveOnDrop(PathBuf);
+
+impl Drop for RemoveOnDrop {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
 }
 
 fn hex(b: &[u8]) -> String {

@@ -14,7 +14,7 @@ use anyhow::{bail, Context, Result};
 use blstrs::Scalar;
 use cuzk_gpu::{GpuBackend, VramBudget};
 use cuzk_groth16::prover::required_shape;
-use cuzk_groth16::shape::{random_srs, shape_witness, PartitionShape, WitnessMix, POREP_32GIB};
+use cuzk_groth16::shape::{random_srs, shape_witness, PartitionShape, WitnessMix};
 use cuzk_groth16::{Backend, CpuBackend, PartitionWitness, ProveTimings, Srs};
 
 #[derive(clap::Args)]
@@ -94,24 +94,6 @@ fn parse_budget(s: &str) -> Result<Budget> {
     Ok(Budget::Bytes((v * mult as f64) as usize))
 }
 
-fn parse_shape(s: &str) -> Result<PartitionShape> {
-    if s == "32GiB" {
-        return Ok(POREP_32GIB);
-    }
-    if let Some(k) = s.strip_prefix("2^") {
-        let k: u32 = k.parse().with_context(|| format!("shape {s:?}"))?;
-        if !(10..=28).contains(&k) {
-            bail!("shape {s:?}: 2^N with N from 10 to 28");
-        }
-        return Ok(PartitionShape::porep_scaled(k));
-    }
-    bail!(
-        "shape {s:?}: 32GiB or 2^N (64GiB needs its circuit's counts, which no 64 GiB \
-         synthesis has measured here, and its ~94 GB of parameters do not fit beside a \
-         witness in a 128 GiB host)"
-    )
-}
-
 /// VmRSS and VmHWM of this process, bytes.
 fn rss() -> (usize, usize) {
     let s = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
@@ -180,7 +162,7 @@ fn print_stages(t: &ProveTimings, wall: Duration) {
 }
 
 pub fn run(args: &ShapeBenchArgs) -> Result<()> {
-    let shape = parse_shape(&args.shape)?;
+    let shape = PartitionShape::parse(&args.shape).map_err(anyhow::Error::msg)?;
     let budgets = args.budgets.iter().map(|b| parse_budget(b)).collect::<Result<Vec<_>>>()?;
     let log_n = shape.domain().trailing_zeros();
     println!(

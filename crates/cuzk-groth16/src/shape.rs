@@ -136,6 +136,25 @@ impl PartitionShape {
         }
     }
 
+    /// A shape by name: `32GiB` (a 32 GiB PoRep partition) or `2^N` (its proportions at a
+    /// domain of 2^N, N from 10 to 28); the error says what is accepted.
+    pub fn parse(s: &str) -> Result<PartitionShape, String> {
+        if s == "32GiB" {
+            return Ok(POREP_32GIB);
+        }
+        if let Some(k) = s.strip_prefix("2^") {
+            return match k.parse::<u32>() {
+                Ok(k) if (10..=28).contains(&k) => Ok(PartitionShape::porep_scaled(k)),
+                _ => Err(format!("shape {s:?}: 2^N with N from 10 to 28")),
+            };
+        }
+        Err(format!(
+            "shape {s:?}: 32GiB or 2^N (64GiB needs its circuit's counts, which no 64 GiB \
+             synthesis has measured here, and its ~94 GB of parameters do not fit beside a \
+             witness in a 128 GiB host)"
+        ))
+    }
+
     /// The domain size of this shape's NTTs.
     pub fn domain(&self) -> usize {
         self.constraints.next_power_of_two()
@@ -280,6 +299,16 @@ pub fn random_srs(shape: &SrsShape, seed: u64) -> Srs {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn shapes_parse_by_name() {
+        assert_eq!(PartitionShape::parse("32GiB").unwrap(), POREP_32GIB);
+        assert_eq!(PartitionShape::parse("2^20").unwrap(), PartitionShape::porep_scaled(20));
+        for bad in ["2^9", "2^29", "2^x", "64GiB", ""] {
+            let e = PartitionShape::parse(bad).unwrap_err();
+            assert!(e.contains(&format!("{bad:?}")), "{e}");
+        }
+    }
     use crate::prover::required_shape;
 
     /// A shape witness has the shape's counts, draws about its mix, and random parameters
