@@ -20,7 +20,8 @@ export RUST_BACKTRACE=1
 nvidia-smi --query-gpu=name,driver_version,memory.used,memory.total,clocks.sm --format=csv | tee "$OUT/nvidia-smi.txt"
 FX=${CUZK_PEERS_FIXTURE:-/tmp/fx/2KiB}
 start=$(date +%s)
-if [ ! -f "$FX/fixture.json" ] && [ -x /tmp/bin/cuzk-bench ]; then
+# CUZK_PEERS_NO_FIXTURE=1 skips it (a --shape run with --mix-c1 needs none).
+if [ -z "${CUZK_PEERS_NO_FIXTURE:-}" ] && [ ! -f "$FX/fixture.json" ] && [ -x /tmp/bin/cuzk-bench ]; then
   /tmp/bin/cuzk-bench gen-fixture --sector-size 2KiB --out "$FX" > "$OUT/fixture.log" 2>&1
   echo "fixture rc $? after $(( $(date +%s) - start )) s" | tee -a "$OUT/fixture.log"
 fi

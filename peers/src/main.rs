@@ -67,6 +67,10 @@ struct Args {
     /// be byte-identical.
     #[arg(long)]
     shape: Option<String>,
+    /// The C1 output whose partition 0 gives --shape its scalar mix (default: the 2 KiB
+    /// fixture's, made in --fixture-dir when missing).
+    #[arg(long)]
+    mix_c1: Option<PathBuf>,
     /// Where --shape writes its parameter file (removed afterwards).
     #[arg(long, default_value = "/tmp/cuzk-peers-shape")]
     shape_dir: PathBuf,
@@ -604,9 +608,13 @@ fn shape_rows(name: &str, args: &Args, rows: &mut Vec<Row>, failures: &mut Vec<S
     let shape = PartitionShape::parse(name).map_err(anyhow::Error::msg)?;
     println!("\n{name} PoRep partition shape: SHAPE-ONLY INPUTS (random parameters, a drawn witness): these proofs cannot verify");
     let t = Instant::now();
-    let f = cuzk_filecoin::fixture::ensure_fixture(&args.fixture_dir, 2048)
-        .with_context(|| format!("2 KiB fixture in {} (for the scalar mix)", args.fixture_dir.display()))?;
-    let c1 = cuzk_filecoin::parse_c1(&std::fs::read(f.c1_path())?)?;
+    let c1_path = match &args.mix_c1 {
+        Some(p) => p.clone(),
+        None => cuzk_filecoin::fixture::ensure_fixture(&args.fixture_dir, 2048)
+            .with_context(|| format!("2 KiB fixture in {} (for the scalar mix)", args.fixture_dir.display()))?
+            .c1_path(),
+    };
+    let c1 = cuzk_filecoin::parse_c1(&std::fs::read(&c1_path).with_context(|| format!("reading {}", c1_path.display()))?)?;
     let mix = WitnessMix::of(&cuzk_filecoin::PoRepJob::new(&c1)?.synthesize(0)?.0);
     let witness = shape_witness(&shape, &mix, 0x5eed);
     let srs_shape = cuzk_groth16::prover::required_shape(&witness);
