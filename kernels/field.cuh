@@ -13,8 +13,15 @@
 //
 // Every operation returns a fully reduced value in [0, p): equal elements have equal limbs,
 // which is what makes results byte-identical with the CPU backend.
+//
+// With CUZK_HOST_BUILD defined the headers compile as plain C++ for the host (host/README.md).
 #pragma once
+#ifdef CUZK_HOST_BUILD
+#include "host/shim.h"
+#include "host/ptx.h"
+#else
 #include "ptx.cuh"
+#endif
 
 namespace cuzk {
 

@@ -55,6 +55,7 @@ struct ba_level {
     uint32_t w0;
     uint32_t half;
 };
+static_assert(sizeof(ba_level) == 120, "msm.rs BaLevel has the same 120-byte layout");
 
 __device__ __forceinline__ g1_affine_t ba_load(const ba_level& L, uint64_t s) {
     if (L.in_pts != nullptr) return L.in_pts[s];

@@ -244,6 +244,10 @@ fn main() -> Result<()> {
         args.rounds = 2;
     }
     args.rounds = args.rounds.max(1);
+    // A --shape that cannot be made is refused now, not after the other rows.
+    if let Some(name) = &args.shape {
+        cuzk_groth16::shape::PartitionShape::parse(name).map_err(anyhow::Error::msg)?;
+    }
     println!("cuzk-peers: a BENCH, not a test of record: the sppark rows run on RANDOM data (random affine G1 bases,");
     println!("  random or PoRep-like scalars, random NTT inputs); the PoRep row proves the 2 KiB fixture. cuzk and the peer");
     println!("  get the same inputs in the same process and their results are compared; best of {} after one warm-up.", args.rounds);
@@ -628,10 +632,11 @@ fn shape_rows(name: &str, args: &Args, rows: &mut Vec<Row>, failures: &mut Vec<S
     );
     std::fs::create_dir_all(&args.shape_dir).with_context(|| format!("creating {}", args.shape_dir.display()))?;
     let path = args.shape_dir.join(format!("porep-shape-{}.params", name.replace('^', "p")));
+    // Removed on every exit, a failed write (a full disk) included.
+    let _remove = RemoveOnDrop(path.clone());
     let t = Instant::now();
     let bytes = srs.write_params(&path)?;
     println!("parameter file {} ({:.1} GB) written in {:.1} s", path.display(), bytes as f64 / 1e9, t.elapsed().as_secs_f64());
-    let _remove = RemoveOnDrop(path.clone());
     let (r, s) = (Scalar::from(0x5eedu64), Scalar::from(0xb1d5u64));
 
     // cuzk first, on the whole device (or --shape-vram-gib), then the device is given back.

@@ -174,6 +174,11 @@ impl GpuBackend {
         self.gpu.set_msm_batch_levels(levels)
     }
 
+    /// The batch-affine levels the last MSM call took (0: the XYZZ bucket phase alone).
+    pub fn last_msm_batch_levels(&self) -> u32 {
+        self.gpu.last_msm_batch_levels()
+    }
+
     /// Drops resident base arrays, the staging buffers and cached pinned blocks.
     pub fn release_caches(&self) -> Result<(), GpuError> {
         self.gpu.release_caches()

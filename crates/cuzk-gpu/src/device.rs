@@ -106,6 +106,8 @@ pub struct Gpu {
     msm_window: AtomicU32,
     /// Forced batch-affine levels plus one (0: the plan's rule).
     msm_batch: AtomicU32,
+    /// The batch-affine levels the last MSM call's plan took.
+    last_batch: AtomicU32,
 }
 
 /// A staging buffer and the event recorded after the last copy that used it.
@@ -248,6 +250,7 @@ impl Gpu {
             residency: AtomicBool::new(true),
             msm_window: AtomicU32::new(0),
             msm_batch: AtomicU32::new(0),
+            last_batch: AtomicU32::new(0),
         })
     }
 
@@ -313,6 +316,15 @@ impl Gpu {
     /// and measurements: every level count gives the same result.
     pub fn set_msm_batch_levels(&self, levels: Option<u32>) {
         self.msm_batch.store(levels.map_or(0, |l| l.min(12) + 1), Ordering::Relaxed);
+    }
+
+    /// The batch-affine levels the last MSM call took (0: the XYZZ bucket phase alone).
+    pub fn last_msm_batch_levels(&self) -> u32 {
+        self.last_batch.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn set_last_batch_levels(&self, levels: u32) {
+        self.last_batch.store(levels, Ordering::Relaxed);
     }
 
     pub(crate) fn msm_batch_levels(&self) -> Option<u32> {

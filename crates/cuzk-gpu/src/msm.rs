@@ -127,17 +127,28 @@ const FQ_BYTES: usize = 48;
 const BATCH_MIN_LOG: u32 = 24;
 
 /// Batch-affine levels for a G1 chunk of m points that uploads nothing (`forced`: the
-/// backend's switch, whatever the size).
+/// backend's switch, whatever the size), from the environment's switches.
 fn batch_levels(m: usize, forced: Option<u32>) -> u32 {
-    if let Some(l) = forced {
-        return l.min(12);
-    }
     let var = |name: &str| std::env::var(name).ok().and_then(|v| v.trim().parse::<u32>().ok());
-    let min_log = var("CUZK_MSM_BATCH_MIN_LOG").unwrap_or(BATCH_MIN_LOG).min(40);
-    if (m as u64) < 1u64 << min_log {
+    levels_for(
+        m,
+        forced,
+        var("CUZK_MSM_BATCH_MIN_LOG").unwrap_or(BATCH_MIN_LOG),
+        var("CUZK_MSM_BATCH_LEVELS").unwrap_or(BATCH_LEVELS),
+    )
+}
+
+/// The rule: `forced` when given, else `levels` for chunks of at least 2^min_log points;
+/// never for chunks of 2^30 or more (the kernels index a group's slots in 31 bits).
+fn levels_for(m: usize, forced: Option<u32>, min_log: u32, levels: u32) -> u32 {
+    if m >= 1 << 30 {
         return 0;
     }
-    var("CUZK_MSM_BATCH_LEVELS").map_or(BATCH_LEVELS, |l| l.min(12))
+    match forced {
+        Some(l) => l.min(12),
+        None if (m as u64) < 1u64 << min_log.min(40) => 0,
+        None => levels.min(12),
+    }
 }
 
 /// Bytes of the scratch a batch inversion of `count` values needs (prefixes and group
@@ -622,7 +633,8 @@ fn bucket_phase(
     Ok(())
 }
 
-/// One batch-affine level as the kernels take it (`ba_level` in kernels/msm_affine.cuh).
+/// One batch-affine level as the kernels take it (`ba_level` in kernels/msm_affine.cuh,
+/// which asserts the same size).
 #[repr(C)]
 struct BaLevel {
     bases: u64,
@@ -642,6 +654,8 @@ struct BaLevel {
     w0: u32,
     half: u32,
 }
+
+const _: () = assert!(std::mem::size_of::<BaLevel>() == 120);
 
 /// A chunk's sorted entries, as the scatter left them.
 struct BaInput {
@@ -676,8 +690,9 @@ fn batch_affine(
     let (half, words, len) = (ba.half, ba.half + 1, input.len);
     let group = std::env::var("CUZK_MSM_BA_GROUP").ok().and_then(|v| v.parse::<usize>().ok()).map_or(BA_GROUP, |g| g.clamp(BA_MIN_GROUP, 64));
     let (half32, c, grp) = (half as u32, input.c, group as u32);
-    // The kernels index a group's slots in 31 bits.
-    assert!(ba.g * len.max(ba.stride(1)) < 1 << 31, "batch-affine group of {} slots", ba.g * len);
+    // The kernels index a group's slots in 31 bits (levels_for keeps chunks below 2^30).
+    let slots = ba.g * len.max(ba.stride(1));
+    assert!(slots < 1 << 31, "batch-affine group of {slots} slots");
     // CUZK_MSM_BA_PROFILE: event times per kind of kernel, printed at the end (a measurement
     // switch: each mark is an event on the compute stream).
     let mut marks: Option<Vec<(usize, Event)>> = std::env::var_os("CUZK_MSM_BA_PROFILE").map(|_| Vec::new());
@@ -772,7 +787,7 @@ fn batch_affine(
             ms[w[1].0] += w[1].1.since(&w[0].1)?.as_secs_f64() * 1e3;
         }
         eprintln!(
-            "batch-affine profile ({} levels, {} window(s) per group, {} slots per thread): keys {:.1} ms, prefix {:.1} ms, inversion {:.1} ms, apply {:.1} ms, XYZZ phase over the rest {:.1} ms",
+            "batch-affine profile ({} levels, {} window(s) per group, {} slots per thread): keys and level setup {:.1} ms, prefix {:.1} ms, inversion {:.1} ms, apply {:.1} ms, XYZZ phase over the rest {:.1} ms",
             ba.levels, ba.g, group, ms[0], ms[1], ms[2], ms[3], ms[4]
         );
     }
@@ -909,6 +924,7 @@ pub(crate) fn msm<C: Curve>(
     let windows = 256u32.div_ceil(c);
     let half = 1usize << (c - 1);
     let l = Layout::of_call::<C>(m, c, source, sum_only, device_scalars, p.batch_levels);
+    gpu.set_last_batch_levels(p.batch_levels);
     let ta = Instant::now();
     let ws = Workspace::new::<C>(gpu, &l, m)?;
     let alloc = ta.elapsed();
@@ -1240,6 +1256,18 @@ mod tests {
     }
 
     #[test]
+    fn batch_levels_rule() {
+        // Forced: any size below 2^30; otherwise only from 2^min_log points.
+        assert_eq!(levels_for(1 << 10, Some(6), BATCH_MIN_LOG, 0), 6);
+        assert_eq!(levels_for(1 << 10, Some(20), BATCH_MIN_LOG, 0), 12);
+        assert_eq!(levels_for((1 << 24) - 1, None, 24, 5), 0);
+        assert_eq!(levels_for(1 << 24, None, 24, 5), 5);
+        assert_eq!(levels_for(1 << 27, None, 24, 0), 0, "off by default");
+        assert_eq!(levels_for(1 << 30, Some(6), 0, 6), 0, "slots past 31 bits");
+        assert_eq!(levels_for(1 << 10, None, 0, 3), 3);
+    }
+
+    #[test]
     fn batch_affine_layout() {
         // The H MSM of a 32 GiB partition: one window at a time, in about the room the
         // XYZZ phase's carries took.
@@ -1251,10 +1279,6 @@ mod tests {
         assert!(batch.bytes() < plain.bytes() * 21 / 20, "{} against {}", batch.bytes(), plain.bytes());
         let small = Layout::of_call::<G1>(1 << 20, 12, res, false, true, 3);
         assert!(small.ba.g >= 1 && small.ba.g <= 22);
-        // Only large calls take the levels (each level has a fixed latency).
-        if std::env::var_os("CUZK_MSM_BATCH_MIN_LOG").is_none() {
-            assert_eq!(plan_with::<G1>(1 << 22, res, false, true, usize::MAX, None, None).unwrap().batch_levels, 0);
-        }
         // Every level's region holds its outputs: half the inputs, plus a half for each
         // bucket with an odd count.
         for ba in [batch.ba, small.ba] {

@@ -29,7 +29,7 @@ fn env_knob(name: &str, default: u32) -> u32 {
 const FUSED_MAX_STAGES: u32 = 9;
 /// Which passes: by default the fused kernel with registers capped for three blocks per SM
 /// (`cuzk_fr_ntt_fused3`: 80 registers, 28 bytes of spills on sm_90; H200 2^27 forward 47.3
-/// ms since the 16-byte loads of 2026-12-04, 66.3 ms before). For measurements,
+/// ms with the 16-byte loads of 2026-12-04, 66.2 ms without them in the same call). For measurements,
 /// CUZK_NTT_FUSED=0 gives the register-radix passes (83.4 ms) and 1 the uncapped fused kernel
 /// (`cuzk_fr_ntt_fused`: 96 registers, two blocks per SM, 76.1 ms); those two figures are
 /// from before the 16-byte loads.

@@ -640,6 +640,7 @@ fn batch_affine_levels_match_cpu() {
             gpu.set_msm_batch_levels(None);
             gpu.set_msm_window(None);
             assert_eq!(gpu.last_h_step(), HStep::Device);
+            assert_eq!(gpu.last_msm_batch_levels(), levels, "{label}: the H MSM took the levels forced");
             assert_eq!(got.unwrap().0, want, "{label}: {levels} batch-affine levels, window {window:?}");
             assert_arena_empty(gpu);
         }
