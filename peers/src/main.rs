@@ -283,28 +283,11 @@ fn main() -> Result<()> {
         }
     }
     if !args.no_porep {
-        let porep = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| porep_rows(&gpu, &args, &mut rows, &mut failures)));
-        match porep {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => failures.push(format!("PoRep against supraseal-c2: {e:#}")),
-            Err(p) => {
-                let msg = p.downcast_ref::<String>().cloned().or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()));
-                failures.push(format!("PoRep against supraseal-c2 panicked: {}", msg.unwrap_or_default()))
-            }
-        }
+        guarded("PoRep against supraseal-c2", &mut failures, |f| porep_rows(&gpu, &args, &mut rows, f));
     }
-
     if let Some(name) = &args.shape {
         drop(gpu);
-        let shape = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| shape_rows(name, &args, &mut rows, &mut failures)));
-        match shape {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => failures.push(format!("{name} shape against supraseal-c2: {e:#}")),
-            Err(p) => {
-                let msg = p.downcast_ref::<String>().cloned().or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()));
-                failures.push(format!("{name} shape against supraseal-c2 panicked: {}", msg.unwrap_or_default()))
-            }
-        }
+        guarded(&format!("{name} shape against supraseal-c2"), &mut failures, |f| shape_rows(name, &args, &mut rows, f));
     }
 
     println!();
@@ -319,6 +302,19 @@ fn main() -> Result<()> {
             println!("MISMATCH: {f}");
         }
         bail!("{} mismatch(es)", failures.len())
+    }
+}
+
+/// Runs one part that calls into a peer's C++ code, turning its error or panic into a
+/// failure line so that the rows so far are still printed.
+fn guarded(what: &str, failures: &mut Vec<String>, part: impl FnOnce(&mut Vec<String>) -> Result<()>) {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| part(&mut *failures))) {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => failures.push(format!("{what}: {e:#}")),
+        Err(p) => {
+            let msg = p.downcast_ref::<String>().cloned().or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()));
+            failures.push(format!("{what} panicked: {}", msg.unwrap_or_default()))
+        }
     }
 }
 
