@@ -214,6 +214,36 @@ fn best<T>(rounds: usize, mut f: impl FnMut() -> Result<T>) -> Result<(T, Durati
     Ok((first, b))
 }
 
+/// cuzk's proof of `w` (the warm-up call's) and its best time over `rounds` more calls; each
+/// call consumes a copy of the witness, made outside the timing. `log`: each call's time
+/// and its H step and H MSM.
+fn cuzk_rounds(
+    gpu: &GpuBackend,
+    srs: &cuzk_groth16::Srs,
+    w: &PartitionWitness,
+    r: Scalar,
+    s: Scalar,
+    rounds: usize,
+    log: bool,
+) -> Result<(Proof, Duration)> {
+    let run = |round: usize| -> Result<(Proof, Duration)> {
+        let copy = w.clone();
+        let t = Instant::now();
+        let (p, timings) = cuzk_groth16::prove(gpu, srs, copy, r, s)?;
+        let el = t.elapsed();
+        if log {
+            println!("  cuzk round {round}: {:.1} ms (H step {:.1}, H MSM {:.1} ms)", ms(el), ms(timings.ntt_h), ms(timings.msm_h));
+        }
+        Ok((p, el))
+    };
+    let (proof, _) = run(0)?;
+    let mut b = Duration::MAX;
+    for round in 1..=rounds {
+        b = b.min(run(round)?.1);
+    }
+    Ok((proof, b))
+}
+
 struct Row {
     op: String,
     n: String,
@@ -547,20 +577,7 @@ fn porep_rows(gpu: &GpuBackend, args: &Args, rows: &mut Vec<Row>, failures: &mut
     let blinding: Vec<(Scalar, Scalar)> = (0..witnesses.len()).map(|_| (Scalar::random(&mut r), Scalar::random(&mut r))).collect();
     let (r0, s0) = blinding[0];
 
-    // cuzk: each call consumes a copy of the witness, made outside the timing.
-    let mut cuzk_best = Duration::MAX;
-    let mut cuzk_proof = None;
-    for _ in 0..=args.rounds {
-        let w = w0.clone();
-        let t = Instant::now();
-        let (p, _) = cuzk_groth16::prove(gpu, &srs, w, r0, s0)?;
-        let el = t.elapsed();
-        if cuzk_proof.is_some() {
-            cuzk_best = cuzk_best.min(el);
-        }
-        cuzk_proof.get_or_insert(p);
-    }
-    let cuzk_proof = cuzk_proof.unwrap();
+    let (cuzk_proof, cuzk_best) = cuzk_rounds(gpu, &srs, w0, r0, s0, args.rounds, false)?;
     let (supra_proof, supra_best) = best(args.rounds, || Ok(supraseal_prove(w0, &supra_srs, r0, s0)))?;
     let identical = cuzk_proof.to_bytes() == supra_proof.to_bytes();
     println!(
@@ -638,19 +655,7 @@ fn shape_rows(name: &str, args: &Args, rows: &mut Vec<Row>, failures: &mut Vec<S
     // cuzk first, on the whole device (or --shape-vram-gib), then the device is given back.
     let budget = args.shape_vram_gib.map_or(VramBudget::FractionOfFree(0.9), |g| VramBudget::Bytes(g << 30));
     let gpu = GpuBackend::open(0, budget).context("cuzk's GPU backend did not open")?;
-    let mut cuzk_best = Duration::MAX;
-    let mut cuzk_proof = None;
-    for round in 0..=args.rounds {
-        let w = witness.clone();
-        let t = Instant::now();
-        let (p, timings) = cuzk_groth16::prove(&gpu, &srs, w, r, s)?;
-        let el = t.elapsed();
-        println!("  cuzk round {round}: {:.1} ms (H step {:.1}, H MSM {:.1} ms)", ms(el), ms(timings.ntt_h), ms(timings.msm_h));
-        if round > 0 {
-            cuzk_best = cuzk_best.min(el);
-        }
-        cuzk_proof.get_or_insert(p);
-    }
+    let (cuzk_proof, cuzk_best) = cuzk_rounds(&gpu, &srs, &witness, r, s, args.rounds, true)?;
     drop(gpu);
     drop(srs);
 
@@ -659,7 +664,6 @@ fn shape_rows(name: &str, args: &Args, rows: &mut Vec<Row>, failures: &mut Vec<S
     let supra_load = t.elapsed();
     println!("supraseal-c2 read the parameter file in {:.1} s", supra_load.as_secs_f64());
     let (supra_proof, supra_best) = best(args.rounds, || Ok(supraseal_prove(&witness, &supra_srs, r, s)))?;
-    let cuzk_proof = cuzk_proof.unwrap();
     let identical = cuzk_proof.to_bytes() == supra_proof.to_bytes();
     println!("{name} shape proofs with the same r, s: {}", if identical { "BYTE-IDENTICAL" } else { "DIFFERENT" });
     if !identical {

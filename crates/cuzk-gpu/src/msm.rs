@@ -126,13 +126,10 @@ const FQ_BYTES: usize = 48;
 /// overrides it (the GPU tests set 0 to take the levels at every size).
 const BATCH_MIN_LOG: u32 = 24;
 
-/// Batch-affine levels for a G1 chunk of m points that uploads nothing (`forced`: the
-/// backend's switch, whatever the size), from the environment's switches.
-fn batch_levels(m: usize, forced: Option<u32>) -> u32 {
+/// The environment's batch-affine switches: (min_log, levels) for [`levels_for`].
+fn batch_switches() -> (u32, u32) {
     let var = |name: &str| std::env::var(name).ok().and_then(|v| v.trim().parse::<u32>().ok());
-    levels_for(
-        m,
-        forced,
+    (
         var("CUZK_MSM_BATCH_MIN_LOG").unwrap_or(BATCH_MIN_LOG),
         var("CUZK_MSM_BATCH_LEVELS").unwrap_or(BATCH_LEVELS),
     )
@@ -429,9 +426,11 @@ pub(crate) fn plan_with<C: Curve>(
 ) -> Result<MsmPlan, usize> {
     let uploads = !(sum_only || device_scalars) || source != (PointSource::Resident { indexed: false });
     let mut m = n.clamp(1, max_chunk(uploads));
+    let (min_log, default_levels) = batch_switches();
     loop {
         let c = window.map_or_else(|| window_bits(m), |c| c.clamp(4, MAX_WINDOW));
-        let levels = if C::GROUP == 1 && !sum_only && !uploads { batch_levels(m, batch) } else { 0 };
+        let levels =
+            if C::GROUP == 1 && !sum_only && !uploads { levels_for(m, batch, min_log, default_levels) } else { 0 };
         let bytes = Layout::of_call::<C>(m, c, source, sum_only, device_scalars, levels).bytes();
         if bytes <= available {
             return Ok(MsmPlan {

@@ -312,27 +312,24 @@ impl Srs {
         };
         let mut w = std::io::BufWriter::with_capacity(1 << 24, File::create(path).map_err(io)?);
         let vk = &self.vk;
-        let mut head = vec![0u8; VK_FIXED_BYTES];
-        let (g1, g2) = (G1_BYTES, G2_BYTES);
-        vk.alpha_g1.encode(&mut head[..g1]);
-        vk.beta_g1.encode(&mut head[g1..2 * g1]);
-        vk.beta_g2.encode(&mut head[2 * g1..2 * g1 + g2]);
-        vk.gamma_g2.encode(&mut head[2 * g1 + g2..2 * g1 + 2 * g2]);
-        vk.delta_g1.encode(&mut head[2 * g1 + 2 * g2..3 * g1 + 2 * g2]);
-        vk.delta_g2.encode(&mut head[3 * g1 + 2 * g2..]);
-        let mut written = head.len() as u64;
-        let mut body = || -> std::io::Result<()> {
-            w.write_all(&head)?;
-            written += write_section(&mut w, "vk.ic", &vk.ic)?;
+        let mut body = || -> std::io::Result<u64> {
+            use std::io::Write;
+            // The verifying key's fixed part, in the order `load` reads it.
+            w.write_all(&vk.alpha_g1.to_uncompressed())?;
+            w.write_all(&vk.beta_g1.to_uncompressed())?;
+            w.write_all(&vk.beta_g2.to_uncompressed())?;
+            w.write_all(&vk.gamma_g2.to_uncompressed())?;
+            w.write_all(&vk.delta_g1.to_uncompressed())?;
+            w.write_all(&vk.delta_g2.to_uncompressed())?;
+            let mut written = VK_FIXED_BYTES as u64 + write_section(&mut w, "vk.ic", &vk.ic)?;
             for (section, points) in [("h", &self.h), ("l", &self.l), ("a", &self.a), ("b_g1", &self.b_g1)] {
                 written += write_section(&mut w, section, points)?;
             }
             written += write_section(&mut w, "b_g2", &self.b_g2)?;
-            use std::io::Write;
-            w.flush()
+            w.flush()?;
+            Ok(written)
         };
-        body().map_err(io)?;
-        Ok(written)
+        body().map_err(io)
     }
 
     /// Reads only the header and section lengths: cheap, used to plan memory and to check
