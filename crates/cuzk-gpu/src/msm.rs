@@ -584,6 +584,7 @@ fn bucket_phase(
     len: usize,
     buckets: u64,
     carries: [(u64, u64); 2],
+    prof: &mut Profile,
 ) -> Result<(), GpuError> {
     let [pts, pidx, pe, pkeys] = src;
     let cap = RUN_CHUNK as u32;
@@ -606,6 +607,7 @@ fn bucket_phase(
             arg(&pck),
         ],
     )?;
+    prof.mark(gpu, Phase::BucketRuns)?;
     let mut level = 0;
     while chunks > 1 {
         let level_len = chunks;
@@ -629,7 +631,7 @@ fn bucket_phase(
         )?;
         level += 1;
     }
-    Ok(())
+    prof.mark(gpu, Phase::Carries)
 }
 
 /// One batch-affine level as the kernels take it (`ba_level` in kernels/msm_affine.cuh,
@@ -670,6 +672,74 @@ struct BaInput {
     windows: usize,
 }
 
+/// Kernel phases of an MSM call, as `CUZK_MSM_PROFILE` reports them.
+#[derive(Clone, Copy)]
+enum Phase {
+    /// Waits for a chunk's inputs and readback slot.
+    Other,
+    /// Count memset; scalars out of Montgomery form, classes and bucket counts; the offsets
+    /// scan.
+    Classify,
+    /// Key memset, entries scattered to their buckets' slots, bucket memset.
+    Scatter,
+    /// The XYZZ bucket phase's first level: sorted entries added into buckets.
+    BucketRuns,
+    /// The XYZZ bucket phase's later levels: carries folded into buckets.
+    Carries,
+    /// Window segments, their tree reduction and the conversion to Jacobian.
+    Windows,
+    /// The scalar-one points' sum.
+    Ones,
+    /// Batch-affine levels: lens, keys, memsets.
+    BaSetup,
+    BaPrefix,
+    BaInvert,
+    BaApply,
+}
+
+const PHASE_NAMES: [&str; 11] = [
+    "other", "classify", "scatter", "bucket runs", "carries", "windows", "ones", "ba setup", "ba prefix",
+    "ba inversion", "ba apply",
+];
+
+/// `CUZK_MSM_PROFILE` (a measurement switch, read at every call; it replaces CUZK_MSM_BA_PROFILE): an event on the compute
+/// stream after each phase, the milliseconds summed per phase over the call's chunks and
+/// printed to stderr when the call ends. Off, it records nothing.
+struct Profile {
+    marks: Option<Vec<(Phase, Event)>>,
+}
+
+impl Profile {
+    fn from_env(gpu: &Gpu) -> Result<Self, GpuError> {
+        let mut p = Profile { marks: std::env::var_os("CUZK_MSM_PROFILE").map(|_| Vec::new()) };
+        p.mark(gpu, Phase::Other)?;
+        Ok(p)
+    }
+
+    /// The work queued since the previous mark belongs to `phase`.
+    fn mark(&mut self, gpu: &Gpu, phase: Phase) -> Result<(), GpuError> {
+        if let Some(m) = self.marks.as_mut() {
+            let e = Event::new(true)?;
+            e.record(gpu.stream())?;
+            m.push((phase, e));
+        }
+        Ok(())
+    }
+
+    /// Milliseconds per phase, printed (after the stream is synchronized).
+    fn report(&self, what: &str) -> Result<(), GpuError> {
+        let Some(m) = self.marks.as_ref() else { return Ok(()) };
+        let mut ms = [0f64; PHASE_NAMES.len()];
+        for w in m.windows(2) {
+            ms[w[1].0 as usize] += w[1].1.since(&w[0].1)?.as_secs_f64() * 1e3;
+        }
+        let parts: Vec<String> =
+            PHASE_NAMES.iter().zip(ms).filter(|(_, v)| *v > 0.0).map(|(name, v)| format!("{name} {v:.1}")).collect();
+        eprintln!("msm profile ({what}), ms: {}", parts.join(", "));
+        Ok(())
+    }
+}
+
 /// The bucket phase with batch-affine levels first (G1; kernels/msm_affine.cuh): per group of
 /// windows, `levels` pairwise affine levels, then the XYZZ bucket phase over what is left.
 fn batch_affine(
@@ -680,6 +750,7 @@ fn batch_affine(
     input: BaInput,
     buckets: u64,
     carries: [(u64, u64); 2],
+    prof: &mut Profile,
 ) -> Result<(), GpuError> {
     let b = |i: usize| ptr(&bufs[i]);
     let (out_pts, out_keys) = ([b(0), b(1)], [b(2), b(3)]);
@@ -692,18 +763,6 @@ fn batch_affine(
     // The kernels index a group's slots in 31 bits (levels_for keeps chunks below 2^30).
     let slots = ba.g * len.max(ba.stride(1));
     assert!(slots < 1 << 31, "batch-affine group of {slots} slots");
-    // CUZK_MSM_BA_PROFILE: event times per kind of kernel, printed at the end (a measurement
-    // switch: each mark is an event on the compute stream).
-    let mut marks: Option<Vec<(usize, Event)>> = std::env::var_os("CUZK_MSM_BA_PROFILE").map(|_| Vec::new());
-    let mut mark = |kind: usize| -> Result<(), GpuError> {
-        if let Some(m) = marks.as_mut() {
-            let e = Event::new(true)?;
-            e.record(gpu.stream())?;
-            m.push((kind, e));
-        }
-        Ok(())
-    };
-    mark(0)?;
     for w0 in (0..input.windows).step_by(ba.g) {
         gpu.check_cancel()?;
         let gg = ba.g.min(input.windows - w0);
@@ -753,7 +812,7 @@ fn batch_affine(
             };
             let in_total = (gg * in_stride) as u64;
             gpu.launch(kn.ba_keys, gg * in_stride, BLOCK, 0, &mut [arg(&level), arg(&in_total)])?;
-            mark(0)?;
+            prof.mark(gpu, Phase::BaSetup)?;
             let threads = out_total.div_ceil(group);
             let ot = out_total as u64;
             gpu.launch(
@@ -763,9 +822,9 @@ fn batch_affine(
                 0,
                 &mut [arg(&level), arg(&ot), arg(&grp), arg(&prefix), arg(&totals)],
             )?;
-            mark(1)?;
+            prof.mark(gpu, Phase::BaPrefix)?;
             invert_batch(gpu, totals, threads, scratch)?;
-            mark(2)?;
+            prof.mark(gpu, Phase::BaInvert)?;
             gpu.launch(
                 kn.ba_apply,
                 threads,
@@ -773,22 +832,10 @@ fn batch_affine(
                 0,
                 &mut [arg(&level), arg(&ot), arg(&grp), arg(&prefix), arg(&totals)],
             )?;
-            mark(3)?;
+            prof.mark(gpu, Phase::BaApply)?;
             (in_pts, in_keys, in_stride, cur) = (out_pts[o], out_keys[o], out_stride, lo);
         }
-        bucket_phase(gpu, k, [in_pts, 0, 0, in_keys], gg * in_stride, buckets, carries)?;
-        mark(4)?;
-    }
-    if let Some(m) = marks {
-        gpu.sync()?;
-        let mut ms = [0f64; 5];
-        for w in m.windows(2) {
-            ms[w[1].0] += w[1].1.since(&w[0].1)?.as_secs_f64() * 1e3;
-        }
-        eprintln!(
-            "batch-affine profile ({} levels, {} window(s) per group, {} slots per thread): keys and level setup {:.1} ms, prefix {:.1} ms, inversion {:.1} ms, apply {:.1} ms, XYZZ phase over the rest {:.1} ms",
-            ba.levels, ba.g, group, ms[0], ms[1], ms[2], ms[3], ms[4]
-        );
+        bucket_phase(gpu, k, [in_pts, 0, 0, in_keys], gg * in_stride, buckets, carries, prof)?;
     }
     Ok(())
 }
@@ -995,6 +1042,7 @@ pub(crate) fn msm<C: Curve>(
     upload_chunk(0)?;
     upload_time += t.elapsed();
     kstart.record(gpu.stream())?;
+    let mut prof = Profile::from_env(gpu)?;
     let red = [ptr(&ws.red_a), ptr(&ws.red_b)];
     for j in 0..p.chunks {
         gpu.check_cancel()?;
@@ -1013,6 +1061,7 @@ pub(crate) fn msm<C: Curve>(
             // The readback of chunk j - 2 from this jac slot is done (consumed below).
             read_done[s].wait_in(gpu.stream())?;
         }
+        prof.mark(gpu, Phase::Other)?;
         let pcls = ptr(&ws.class);
         if !sum_only {
             let ps = match scalars {
@@ -1043,6 +1092,7 @@ pub(crate) fn msm<C: Curve>(
                 scan_threads * 4,
                 &mut [arg(&pk), arg(&c)],
             )?;
+            prof.mark(gpu, Phase::Classify)?;
             let slots = windows as usize * len;
             let (pe, pkeys) = (ptr(&ws.entries), ptr(&ws.keys));
             gpu.memset_bytes(pkeys, slots * 4, 0xff)?;
@@ -1064,13 +1114,14 @@ pub(crate) fn msm<C: Curve>(
             )?;
             let pb = ptr(&ws.buckets);
             gpu.memset(ws.buckets.as_ref().unwrap(), 0)?; // all infinity (ZZ = 0)
+            prof.mark(gpu, Phase::Scatter)?;
             let (ca, cb) = (ws.carry_a.as_ref().unwrap(), ws.carry_b.as_ref().unwrap());
             let carries = [(ca.0.ptr(), ca.1.ptr()), (cb.0.ptr(), cb.1.ptr())];
             if l.ba.levels > 0 {
                 let input = BaInput { points: pts, idx: pidx, entries: pe, keys: pkeys, cursor: pk, len, c, windows: windows as usize };
-                batch_affine(gpu, &k, &l.ba, &ws.ba, input, pb, carries)?;
+                batch_affine(gpu, &k, &l.ba, &ws.ba, input, pb, carries, &mut prof)?;
             } else {
-                bucket_phase(gpu, &k, [pts, pidx, pe, pkeys], slots, pb, carries)?;
+                bucket_phase(gpu, &k, [pts, pidx, pe, pkeys], slots, pb, carries, &mut prof)?;
             }
             let segs = segments(half);
             let (pg, segs32) = (ptr(&ws.segs), segs as u32);
@@ -1083,6 +1134,7 @@ pub(crate) fn msm<C: Curve>(
             )?;
             let sums = reduce(gpu, &k, pg, windows as usize * segs, windows as usize, red)?;
             to_jacobian(gpu, &k, sums, jac, windows as usize)?;
+            prof.mark(gpu, Phase::Windows)?;
         }
         // The scalar-one points (or, for a sum, all of them).
         let threads = len.div_ceil(SUM_CHUNK);
@@ -1106,6 +1158,7 @@ pub(crate) fn msm<C: Curve>(
         let total = reduce(gpu, &k, po, threads, 1, red)?;
         let ones_at = if sum_only { 0 } else { windows as usize };
         to_jacobian(gpu, &k, total, jac + (ones_at * C::JAC_BYTES) as u64, 1)?;
+        prof.mark(gpu, Phase::Ones)?;
         in_free[s].record(gpu.stream())?;
 
         // Next chunk's inputs while this one computes.
@@ -1140,6 +1193,13 @@ pub(crate) fn msm<C: Curve>(
     consume(last, &readback[last]);
     gpu.sync()?;
     let kernels = kend.since(&kstart)?;
+    prof.report(&format!(
+        "G{}, {n} points, c = {c}, {windows} windows, {} chunk(s) of {m}, {} batch-affine levels, kernels {:.1} ms",
+        C::GROUP,
+        p.chunks,
+        p.batch_levels,
+        kernels.as_secs_f64() * 1e3
+    ))?;
     drop(readback);
     drop(ws);
 
