@@ -199,7 +199,7 @@ pub fn run(args: &ShapeBenchArgs) -> Result<()> {
     let witness = shape_witness(&shape, &mix, args.seed);
     let srs_shape = required_shape(&witness);
     println!(
-        "witness drawn in {:.1} s; parameters of shape {:?} ({:.1} GB of points)",
+        "witness drawn in {:.1} s (a and b with their mixes, c = a b row by row, so h is an exact quotient); parameters of shape {:?} ({:.1} GB of points)",
         t.elapsed().as_secs_f64(),
         srs_shape,
         srs_shape.point_bytes() as f64 / 1e9

@@ -191,13 +191,27 @@ fn draw_values(n: usize, mix: ScalarMix, seed: u64, stream: u64) -> Vec<Scalar> 
 
 /// A witness with `shape`'s counts and densities, its values drawn with `mix` (shape-only:
 /// it satisfies no circuit). Inputs are ONE then random values; B takes every input.
+///
+/// a and b are drawn with their mixes and c is their product, row by row, as in any witness
+/// that satisfies its constraints (`mix.c` is not used): then A·B − C is divisible by
+/// x^n − 1 and h is the exact quotient, the same polynomial whatever coset a prover
+/// evaluates it on. With c drawn on its own, h depended on the coset, and two correct provers
+/// on different cosets (bellperson's and supraseal-c2's) gave different C points.
 pub fn shape_witness(shape: &PartitionShape, mix: &WitnessMix, seed: u64) -> PartitionWitness {
     let mut input_assignment = draw_values(shape.inputs, ScalarMix { zero: 0.0, one: 0.0 }, seed, 1);
     input_assignment[0] = Scalar::ONE;
+    let a = draw_values(shape.constraints, mix.a, seed, 2);
+    let b = draw_values(shape.constraints, mix.b, seed, 3);
+    let mut c = vec![Scalar::ZERO; shape.constraints];
+    c.par_chunks_mut(CHUNK).zip(a.par_chunks(CHUNK).zip(b.par_chunks(CHUNK))).for_each(|(c, (a, b))| {
+        for ((c, a), b) in c.iter_mut().zip(a).zip(b) {
+            *c = a * b;
+        }
+    });
     PartitionWitness {
-        a: draw_values(shape.constraints, mix.a, seed, 2),
-        b: draw_values(shape.constraints, mix.b, seed, 3),
-        c: draw_values(shape.constraints, mix.c, seed, 4),
+        a,
+        b,
+        c,
         input_assignment,
         aux_assignment: draw_values(shape.aux, mix.aux, seed, 5),
         a_aux_density: Density::from_fn(shape.aux, |i| coin(seed ^ 0xa, i, shape.a_aux_density)),
@@ -328,9 +342,10 @@ mod tests {
         assert_eq!(w.aux_assignment.len(), shape.aux);
         assert_eq!(w.input_assignment[0], Scalar::ONE);
         let got = WitnessMix::of(&w);
-        for (g, m) in [(got.a, mix.a), (got.b, mix.b), (got.c, mix.c), (got.aux, mix.aux)] {
+        for (g, m) in [(got.a, mix.a), (got.b, mix.b), (got.aux, mix.aux)] {
             assert!((g.zero - m.zero).abs() < 0.05 && (g.one - m.one).abs() < 0.05, "{g} vs {m}");
         }
+        assert!(w.a.iter().zip(&w.b).zip(&w.c).all(|((a, b), c)| a * b == *c), "c = a b row by row");
         let b = w.b_aux_density.total() as f64 / shape.aux as f64;
         assert!((b - shape.b_aux_density).abs() < 0.05, "B density {b}");
         let need = required_shape(&w);
@@ -338,6 +353,36 @@ mod tests {
         assert_eq!(srs.shape_of(), need);
         let (r, s) = (Scalar::from(5u64), Scalar::from(9u64));
         crate::prove(&crate::CpuBackend, &srs, w, r, s).expect("the prover takes them");
+    }
+
+    /// With c = a b the quotient is exact: h(x) (x^n − 1) = A(x) B(x) − C(x) at a point, for
+    /// the n − 1 coefficients the prover keeps (with c drawn on its own, as before, this
+    /// failed: the quotient then depends on the coset it is computed on).
+    #[test]
+    fn shape_witness_quotient_is_exact() {
+        use crate::{Backend, CpuBackend, NttDirection};
+        let shape = PartitionShape::porep_scaled(12);
+        let mix = WitnessMix {
+            a: ScalarMix { zero: 0.5, one: 0.3 },
+            b: ScalarMix { zero: 0.1, one: 0.8 },
+            c: ScalarMix { zero: 0.6, one: 0.1 },
+            aux: ScalarMix { zero: 0.4, one: 0.45 },
+        };
+        let w = shape_witness(&shape, &mix, 11);
+        let n = w.a.len().next_power_of_two();
+        let coeffs = |v: &[Scalar]| {
+            let mut p = v.to_vec();
+            p.resize(n, Scalar::ZERO);
+            CpuBackend.ntt(&mut p, NttDirection::Inverse).unwrap();
+            p
+        };
+        let eval = |p: &[Scalar], x: Scalar| p.iter().rev().fold(Scalar::ZERO, |acc, k| acc * x + k);
+        let (pa, pb, pc) = (coeffs(&w.a), coeffs(&w.b), coeffs(&w.c));
+        let h = crate::prover::compute_h(&CpuBackend, w.a, w.b, w.c).unwrap();
+        assert_eq!(h.len(), n - 1);
+        let x = Scalar::from(0x1234_5678_9abc_def1u64);
+        let z = x.pow_vartime([n as u64]) - Scalar::ONE;
+        assert_eq!(eval(&h, x) * z, eval(&pa, x) * eval(&pb, x) - eval(&pc, x));
     }
 
     /// A backend that says it holds the parameters (as a GPU with them resident does) and
