@@ -595,6 +595,23 @@ fn porep_rows(gpu: &GpuBackend, args: &Args, rows: &mut Vec<Row>, failures: &mut
 
     // supraseal-c2's proofs, all partitions, through filecoin-proofs' verify_seal.
     let supra_all: Vec<Proof> = witnesses.iter().zip(&blinding).map(|(w, &(r, s))| supraseal_prove(w, &supra_srs, r, s)).collect();
+    // What the comparison rests on: supraseal-c2's later call gives its first call's proof,
+    // the witness is what synthesis gives after all the provers' calls, and (one partition)
+    // cuzk's own proof passes the same verification.
+    let repeat_same = supra_all[0].to_bytes() == supra_proof.to_bytes();
+    let fresh = job.synthesize(0)?.0;
+    let unchanged = fresh.a == w0.a && fresh.b == w0.b && fresh.c == w0.c && fresh.aux_assignment == w0.aux_assignment && fresh.input_assignment == w0.input_assignment;
+    println!("supraseal-c2's later call on partition 0 gives its first proof: {repeat_same}; partition 0's witness equal to a fresh synthesis after the calls: {unchanged}");
+    if !repeat_same || !unchanged {
+        failures.push(format!("supraseal-c2 repeat identical {repeat_same}, witness unchanged {unchanged}"));
+    }
+    if witnesses.len() == 1 {
+        let cuzk_verified = job.finish(std::slice::from_ref(&cuzk_proof), f.identity());
+        println!("cuzk's 2 KiB PoRep proof (GPU, the same r, s) through the same verification: {:?}", cuzk_verified.as_ref().map(|_| "verifies"));
+        if let Err(e) = cuzk_verified {
+            failures.push(format!("cuzk's PoRep proof does not verify: {e}"));
+        }
+    }
     let verified = match job.finish(&supra_all, f.identity()) {
         Ok(_) => "verifies (filecoin-proofs verify_seal)".to_string(),
         Err(e) => {
