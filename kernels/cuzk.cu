@@ -70,8 +70,10 @@ extern "C" __global__ void cuzk_msm_scatter(const fr_t* scalars, const uint8_t* 
 #define CUZK_CURVE_KERNELS(G, F)                                                                              \
     extern "C" __global__ void cuzk_##G##_bucket_runs_affine(                                                 \
         const affine_t<F>* points, const uint32_t* idx, const uint32_t* entries, const uint32_t* keys,        \
-        size_t len, uint32_t cap, xyzz_t<F>* buckets, xyzz_t<F>* carry_vals, uint32_t* carry_keys) {          \
-        msm_bucket_runs_affine<F>(points, idx, entries, keys, len, cap, buckets, carry_vals, carry_keys);     \
+        size_t len, uint32_t cap, xyzz_t<F>* buckets, xyzz_t<F>* carry_vals, uint32_t* carry_keys,            \
+        const uint32_t* ends, size_t region, uint32_t half) {                                                 \
+        msm_bucket_runs_affine<F>(points, idx, entries, keys, len, cap, buckets, carry_vals, carry_keys, ends, \
+                                  region, half);                                                              \
     }                                                                                                         \
     extern "C" __global__ void cuzk_##G##_bucket_runs_xyzz(const xyzz_t<F>* vals, const uint32_t* keys,       \
                                                            size_t len, uint32_t cap, xyzz_t<F>* buckets,      \

@@ -105,7 +105,8 @@ __device__ __forceinline__ void msm_bucket_offsets(uint32_t* counts, uint32_t c)
 constexpr uint32_t NO_KEY = 0xffffffffu;
 
 // entries, keys: windows * n slots, window w's region starts at w * n; keys get the global
-// bucket number w * half + |digit| - 1.
+// bucket number w * half + |digit| - 1. A null keys array is not written: the bucket phase
+// then derives each slot's key from the cursors (derived_keys below).
 __device__ __forceinline__ void msm_scatter(const fr_t* scalars, const uint8_t* cls, uint32_t* cursor,
                                             uint32_t* entries, uint32_t* keys, uint32_t n, uint32_t c,
                                             uint32_t windows) {
@@ -118,23 +119,71 @@ __device__ __forceinline__ void msm_scatter(const fr_t* scalars, const uint8_t* 
     for_each_digit(s, c, windows, [&](uint32_t w, uint32_t d, bool neg) {
         uint32_t pos = atomicAdd(&cursor[w * stride + d], 1u);
         entries[(size_t)w * n + pos] = i | (neg ? 0x80000000u : 0u);
-        keys[(size_t)w * n + pos] = w * half + d - 1;
+        if (keys != nullptr) keys[(size_t)w * n + pos] = w * half + d - 1;
     });
 }
 
+// The keys of a key-sorted slot array, as stored (msm_scatter's keys, a level's carries).
+struct stored_keys {
+    const uint32_t* keys;
+    __device__ __forceinline__ uint32_t operator()(size_t i) { return keys[i]; }
+};
+
+// The keys of msm_scatter's slots when it did not store them: window w's region is
+// [w * region, (w + 1) * region), and after the scatter the cursors are the buckets' ends
+// (ends[w * (half + 1) + d], d = 1 .. half, non-decreasing; the region's slots from
+// ends[.. + half] on are unused: NO_KEY). A call with the slot after the previous call's
+// moves on from where that one stopped (a bucket boundary costs one load); any other slot
+// is found by a binary search over the window's ends.
+struct derived_keys {
+    const uint32_t* ends;
+    size_t region;
+    uint32_t half;
+    size_t next = ~(size_t)0;  // the slot after the previous call's
+    const uint32_t* e = nullptr;  // this window's ends
+    size_t w = 0;
+    uint32_t pos = 0, d = 1, end_d = 0;
+
+    __device__ __forceinline__ void seek(size_t i) {
+        w = i / region;
+        pos = (uint32_t)(i - w * region);
+        e = ends + w * (half + 1);
+        uint32_t lo = 1, hi = half;  // the first d in [1, half] with ends[d] > pos, or half
+        while (lo < hi) {
+            const uint32_t mid = (lo + hi) / 2;
+            if (e[mid] > pos) hi = mid;
+            else lo = mid + 1;
+        }
+        d = lo;
+        end_d = e[d];
+    }
+
+    __device__ __forceinline__ uint32_t operator()(size_t i) {
+        if (i != next) {
+            seek(i);
+        } else if (++pos == region) {
+            seek(i);
+        } else {
+            while (end_d <= pos && d < half) end_d = e[++d];
+        }
+        next = i + 1;
+        return pos < e[half] ? (uint32_t)w * half + d - 1 : NO_KEY;
+    }
+};
+
 // Runs of equal keys within chunk t = [t * cap, (t + 1) * cap) of a key-sorted array (NO_KEY
-// slots skipped). A run that continues the previous chunk's last key goes to the chunk's
+// slots skipped; key(i) gives slot i's key, asked in increasing order after key(lo - 1)). A run that continues the previous chunk's last key goes to the chunk's
 // carry slot; every other run belongs to the chunk that holds the key's first element and
 // is combined into buckets[key] by `store`. add(acc, i) adds element i. Generic over the
 // curve's field F (fq_t for G1, fq2_t for G2).
-template <class F, class Add, class Store>
-__device__ __forceinline__ void bucket_runs(const uint32_t* keys, size_t len, uint32_t cap, xyzz_t<F>* carry_vals,
+template <class F, class Keys, class Add, class Store>
+__device__ __forceinline__ void bucket_runs(Keys key, size_t len, uint32_t cap, xyzz_t<F>* carry_vals,
                                             uint32_t* carry_keys, Add add, Store store) {
     const size_t t = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     const size_t lo = t * cap;
     if (lo >= len) return;
     const size_t hi = min(lo + cap, len);
-    const uint32_t prev = lo > 0 ? keys[lo - 1] : NO_KEY;
+    const uint32_t prev = lo > 0 ? key(lo - 1) : NO_KEY;
     uint32_t carry_key = NO_KEY;
     uint32_t cur = NO_KEY;
     size_t start = lo;
@@ -150,7 +199,7 @@ __device__ __forceinline__ void bucket_runs(const uint32_t* keys, size_t len, ui
     // One flat loop, so that the threads of a warp stay converged on the additions while
     // their runs end at different places.
     for (size_t i = lo; i < hi; i++) {
-        const uint32_t k = keys[i];
+        const uint32_t k = key(i);
         if (k != cur) {
             if (cur != NO_KEY) emit();
             cur = k;
@@ -166,21 +215,25 @@ __device__ __forceinline__ void bucket_runs(const uint32_t* keys, size_t len, ui
 // Level 1: entries -> buckets (each bucket written once) and carries. Entry v names scalar
 // v of the chunk; its point is points[idx[v]] when an index array is given (bases resident
 // on the device, selected by index), else points[v]. A null entry array names slot i's own
-// point (points[i]: the batch-affine levels' output, msm_affine.cuh).
+// point (points[i]: the batch-affine levels' output, msm_affine.cuh). A null key array:
+// the keys are derived from the scatter's cursors `ends` (regions of `region` slots, `half`
+// buckets per window; derived_keys).
 template <class F>
 __device__ __forceinline__ void msm_bucket_runs_affine(const affine_t<F>* points, const uint32_t* idx,
                                                        const uint32_t* entries, const uint32_t* keys, size_t len,
                                                        uint32_t cap, xyzz_t<F>* buckets, xyzz_t<F>* carry_vals,
-                                                       uint32_t* carry_keys) {
-    bucket_runs<F>(keys, len, cap, carry_vals, carry_keys,
-        [&](xyzz_t<F>& acc, size_t i) {
-            const uint32_t v = entries ? entries[i] : (uint32_t)i;
-            const uint32_t j = v & 0x7fffffffu;
-            affine_t<F> p = points[idx ? idx[j] : j];
-            if (v & 0x80000000u) p = p.neg();
-            acc.add_affine(p);
-        },
-        [&](uint32_t k, const xyzz_t<F>& acc) { buckets[k] = acc; });
+                                                       uint32_t* carry_keys, const uint32_t* ends, size_t region,
+                                                       uint32_t half) {
+    auto add = [&](xyzz_t<F>& acc, size_t i) {
+        const uint32_t v = entries ? entries[i] : (uint32_t)i;
+        const uint32_t j = v & 0x7fffffffu;
+        affine_t<F> p = points[idx ? idx[j] : j];
+        if (v & 0x80000000u) p = p.neg();
+        acc.add_affine(p);
+    };
+    auto store = [&](uint32_t k, const xyzz_t<F>& acc) { buckets[k] = acc; };
+    if (keys != nullptr) bucket_runs<F>(stored_keys{keys}, len, cap, carry_vals, carry_keys, add, store);
+    else bucket_runs<F>(derived_keys{ends, region, half}, len, cap, carry_vals, carry_keys, add, store);
 }
 
 // Later levels: carries -> added into buckets (one owner per bucket per level) and carries.
@@ -188,7 +241,7 @@ template <class F>
 __device__ __forceinline__ void msm_bucket_runs_xyzz(const xyzz_t<F>* vals, const uint32_t* keys, size_t len,
                                                      uint32_t cap, xyzz_t<F>* buckets, xyzz_t<F>* carry_vals,
                                                      uint32_t* carry_keys) {
-    bucket_runs<F>(keys, len, cap, carry_vals, carry_keys,
+    bucket_runs<F>(stored_keys{keys}, len, cap, carry_vals, carry_keys,
         [&](xyzz_t<F>& acc, size_t i) { acc.add(vals[i]); },
         [&](uint32_t k, const xyzz_t<F>& acc) { buckets[k].add(acc); });
 }

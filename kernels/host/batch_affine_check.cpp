@@ -38,6 +38,55 @@ static bool same_point(const X& a, const X& b) {
     return a.X * b.ZZ == b.X * a.ZZ && a.Y * b.ZZZ == b.Y * a.ZZZ;
 }
 
+// msm.cuh's XYZZ bucket phase over `len` key-sorted slots (level 1, then the carries folded
+// level by level), as msm.rs's bucket_phase drives it. keys null: derived from `ends`.
+static void xyzz_phase(const A* pts, const uint32_t* entries, const uint32_t* keys, const uint32_t* ends,
+                       uint64_t region, uint32_t half, uint64_t len, uint32_t cap, std::vector<X>& buckets) {
+    uint64_t chunks = (len + cap - 1) / cap;
+    std::vector<X> carry_vals(chunks);
+    std::vector<uint32_t> carry_keys(chunks);
+    cuzk_host_launch(chunks, 64, [&] {
+        msm_bucket_runs_affine<fq_t>(pts, nullptr, entries, keys, len, cap, buckets.data(), carry_vals.data(),
+                                     carry_keys.data(), ends, region, half);
+    });
+    while (chunks > 1) {
+        const uint64_t level_len = chunks;
+        chunks = (level_len + cap - 1) / cap;
+        std::vector<X> next_vals(chunks);
+        std::vector<uint32_t> next_keys(chunks);
+        cuzk_host_launch(chunks, 64, [&] {
+            msm_bucket_runs_xyzz<fq_t>(carry_vals.data(), carry_keys.data(), level_len, cap, buckets.data(),
+                                       next_vals.data(), next_keys.data());
+        });
+        carry_vals.swap(next_vals);
+        carry_keys.swap(next_keys);
+    }
+}
+
+// Keys derived from the cursors (msm.cuh's derived_keys, used when msm_scatter stores none)
+// against the stored keys: every slot asked on its own and all of them in order, then the
+// XYZZ bucket phase over the entries with derived keys, in chunks that straddle windows.
+// Returns the number of mismatches.
+static int check_derived(const std::vector<A>& bases, const std::vector<uint32_t>& entries,
+                         const std::vector<uint32_t>& keys, const std::vector<uint32_t>& cursor, uint32_t m,
+                         uint32_t half, const std::vector<X>& want) {
+    int bad = 0;
+    derived_keys walk{cursor.data(), m, half};
+    for (uint64_t i = 0; i < keys.size(); i++) {
+        derived_keys one{cursor.data(), m, half};
+        bad += one(i) != keys[i];
+        bad += walk(i) != keys[i];
+    }
+    for (uint32_t cap : {3u, 7u, 32u}) {
+        std::vector<X> buckets(want.size(), X::inf());
+        xyzz_phase(bases.data(), entries.data(), nullptr, cursor.data(), m, half, keys.size(), cap, buckets);
+        for (size_t k = 0; k < want.size(); k++) bad += !same_point(want[k], buckets[k]);
+    }
+    return bad;
+}
+
+static int derived_failures = 0;
+
 // One configuration; returns the number of buckets that differ.
 static int check(uint32_t levels, uint32_t G, uint32_t g) {
     const uint32_t c = 5, half = 1u << (c - 1), words = half + 1, windows = 3, nb = 300, m = 700;
@@ -74,6 +123,7 @@ static int check(uint32_t levels, uint32_t G, uint32_t g) {
             total += len;
             cursor[w * words + b + 1] = total;
         }
+        // msm_scatter's cursors end as each bucket's end; bucket 0 (no digit) is empty.
     }
     std::vector<X> want(windows * half, X::inf());
     for (uint32_t k = 0; k < windows * half; k++)
@@ -82,6 +132,10 @@ static int check(uint32_t levels, uint32_t G, uint32_t g) {
             if (v >> 31) p = p.neg();
             want[k].add_affine(p);
         }
+
+    const int derived_bad = check_derived(bases, entries, keys, cursor, m, half, want);
+    if (derived_bad) std::printf("derived keys: %d mismatches\n", derived_bad);
+    derived_failures += derived_bad != 0;
 
     std::vector<X> buckets(windows * half, X::inf());
     auto stride = [&](uint32_t k) -> uint64_t { return k == 0 ? m : (uint64_t)(m >> k) + 2 * half; };
@@ -144,27 +198,7 @@ static int check(uint32_t levels, uint32_t G, uint32_t g) {
             cur = lo;
         }
         // The XYZZ bucket phase over what the levels left (null entries), carries folded.
-        const uint64_t len = gg * in_stride;
-        const uint32_t cap = 4;
-        uint64_t chunks = (len + cap - 1) / cap;
-        std::vector<X> carry_vals(chunks);
-        std::vector<uint32_t> carry_keys(chunks);
-        cuzk_host_launch(chunks, 64, [&] {
-            msm_bucket_runs_affine<fq_t>(in_pts, nullptr, nullptr, in_keys, len, cap, buckets.data(), carry_vals.data(),
-                                         carry_keys.data());
-        });
-        while (chunks > 1) {
-            const uint64_t level_len = chunks;
-            chunks = (level_len + cap - 1) / cap;
-            std::vector<X> next_vals(chunks);
-            std::vector<uint32_t> next_keys(chunks);
-            cuzk_host_launch(chunks, 64, [&] {
-                msm_bucket_runs_xyzz<fq_t>(carry_vals.data(), carry_keys.data(), level_len, cap, buckets.data(),
-                                           next_vals.data(), next_keys.data());
-            });
-            carry_vals.swap(next_vals);
-            carry_keys.swap(next_keys);
-        }
+        xyzz_phase(in_pts, nullptr, in_keys, nullptr, 0, half, gg * in_stride, 4, buckets);
     }
     int bad = 0;
     for (uint32_t k = 0; k < windows * half; k++) bad += !same_point(want[k], buckets[k]);
@@ -180,5 +214,7 @@ int main() {
                     cfg[2], bad);
         failed += bad != 0;
     }
-    return failed ? 1 : 0;
+    std::printf("derived keys: %s in %zu configurations\n", derived_failures ? "MISMATCHES" : "equal to the stored keys",
+                sizeof(configs) / sizeof(configs[0]));
+    return failed || derived_failures ? 1 : 0;
 }

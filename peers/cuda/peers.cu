@@ -69,6 +69,14 @@ RustError::by_value peers_gpu_info(char* name, size_t len, int* sm_count)
     return RustError{cudaSuccess};
 }
 
+// The driver's free and total device memory (cudaMemGetInfo on the current device): printed
+// before supraseal-c2's calls, which do not report a failed allocation inside their MSMs.
+RustError::by_value peers_mem_info(size_t* free_bytes, size_t* total_bytes)
+{
+    cudaError_t e = cudaMemGetInfo(free_bytes, total_bytes);
+    return RustError{e};
+}
+
 // An MSM context whose n bases are copied to device memory once and kept there; its window
 // width is chosen by sppark for n points.
 RustError::by_value peers_msm_open(void** ctx, const affine_t* points, size_t n)

@@ -90,12 +90,23 @@ struct CError {
 
 extern "C" {
     fn peers_gpu_info(name: *mut c_char, len: usize, sm_count: *mut i32) -> CError;
+    fn peers_mem_info(free_bytes: *mut usize, total_bytes: *mut usize) -> CError;
     fn peers_msm_open(ctx: *mut *mut c_void, points: *const G1Affine, n: usize) -> CError;
     fn peers_msm_run(ctx: *mut c_void, scalars: *const Scalar, n: usize, out: *mut blst::blst_p1) -> CError;
     fn peers_msm_close(ctx: *mut c_void);
     fn peers_ntt_host(inout: *mut Scalar, lg_n: u32, inverse: i32, coset: i32) -> CError;
     fn peers_ntt_resident(inout: *mut Scalar, lg_n: u32, inverse: i32, coset: i32, rounds: u32, best_ms: *mut f32) -> CError;
     fn free(p: *mut c_void);
+}
+
+/// The device's free memory as the driver reports it, printed before supraseal-c2's calls:
+/// its MSMs do not report a failed allocation (they would give a partial sum).
+fn print_free_memory(when: &str) {
+    let (mut free_b, mut total) = (0usize, 0usize);
+    match check(unsafe { peers_mem_info(&mut free_b, &mut total) }, "cudaMemGetInfo") {
+        Ok(()) => println!("device memory {when}: {:.1} GiB free of {:.1} GiB", free_b as f64 / (1u64 << 30) as f64, total as f64 / (1u64 << 30) as f64),
+        Err(e) => println!("device memory {when}: unknown ({e:#})"),
+    }
 }
 
 fn check(e: CError, what: &str) -> Result<()> {
@@ -578,6 +589,7 @@ fn porep_rows(gpu: &GpuBackend, args: &Args, rows: &mut Vec<Row>, failures: &mut
     let (r0, s0) = blinding[0];
 
     let (cuzk_proof, cuzk_best) = cuzk_rounds(gpu, &srs, w0, r0, s0, args.rounds, false)?;
+    print_free_memory("before supraseal-c2's 2 KiB proofs");
     let (supra_proof, supra_best) = best(args.rounds, || Ok(supraseal_prove(w0, &supra_srs, r0, s0)))?;
     let identical = cuzk_proof.to_bytes() == supra_proof.to_bytes();
     println!(
@@ -680,6 +692,7 @@ fn shape_rows(name: &str, args: &Args, rows: &mut Vec<Row>, failures: &mut Vec<S
     let supra_srs = supraseal_c2::SRS::try_new(path.clone(), true).map_err(|e| anyhow::anyhow!("supraseal-c2 SRS {}: {e}", path.display()))?;
     let supra_load = t.elapsed();
     println!("supraseal-c2 read the parameter file in {:.1} s", supra_load.as_secs_f64());
+    print_free_memory(&format!("before supraseal-c2's {name} proofs (cuzk's backend dropped)"));
     let (supra_proof, supra_best) = best(args.rounds, || Ok(supraseal_prove(&witness, &supra_srs, r, s)))?;
     let identical = cuzk_proof.to_bytes() == supra_proof.to_bytes();
     println!("{name} shape proofs with the same r, s: {}", if identical { "BYTE-IDENTICAL" } else { "DIFFERENT" });

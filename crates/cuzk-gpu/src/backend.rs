@@ -179,6 +179,17 @@ impl GpuBackend {
         self.gpu.last_msm_batch_levels()
     }
 
+    /// Forces the MSM bucket keys derived from the scatter's cursors (Some(true)) or stored
+    /// (Some(false)) in every call without batch-affine levels; None: the plan's rule.
+    pub fn set_msm_derived_keys(&self, on: Option<bool>) {
+        self.gpu.set_msm_derived_keys(on)
+    }
+
+    /// Whether the last MSM call derived its bucket keys.
+    pub fn last_msm_derived_keys(&self) -> bool {
+        self.gpu.last_msm_derived_keys()
+    }
+
     /// Drops resident base arrays, the staging buffers and cached pinned blocks.
     pub fn release_caches(&self) -> Result<(), GpuError> {
         self.gpu.release_caches()

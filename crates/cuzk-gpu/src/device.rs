@@ -108,6 +108,10 @@ pub struct Gpu {
     msm_batch: AtomicU32,
     /// The batch-affine levels the last MSM call's plan took.
     last_batch: AtomicU32,
+    /// Derived bucket keys forced: 0 the plan's rule, 1 off, 2 on.
+    msm_derived: AtomicU32,
+    /// Whether the last MSM call's plan derived its bucket keys.
+    last_derived: AtomicBool,
 }
 
 /// A staging buffer and the event recorded after the last copy that used it.
@@ -251,6 +255,8 @@ impl Gpu {
             msm_window: AtomicU32::new(0),
             msm_batch: AtomicU32::new(0),
             last_batch: AtomicU32::new(0),
+            msm_derived: AtomicU32::new(0),
+            last_derived: AtomicBool::new(false),
         })
     }
 
@@ -332,6 +338,29 @@ impl Gpu {
             0 => None,
             l => Some(l - 1),
         }
+    }
+
+    /// Forces the bucket keys derived from the scatter's cursors instead of stored (Some(true)),
+    /// or stored (Some(false)); None: the plan's rule (msm.rs, `CUZK_MSM_DERIVED_KEYS`). For
+    /// tests and measurements: both give the same result.
+    pub fn set_msm_derived_keys(&self, on: Option<bool>) {
+        self.msm_derived.store(on.map_or(0, |o| 1 + o as u32), Ordering::Relaxed);
+    }
+
+    pub(crate) fn msm_derived_keys(&self) -> Option<bool> {
+        match self.msm_derived.load(Ordering::Relaxed) {
+            0 => None,
+            v => Some(v == 2),
+        }
+    }
+
+    /// Whether the last MSM call derived its bucket keys.
+    pub fn last_msm_derived_keys(&self) -> bool {
+        self.last_derived.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn set_last_derived_keys(&self, on: bool) {
+        self.last_derived.store(on, Ordering::Relaxed);
     }
 
     pub(crate) fn residency_enabled(&self) -> bool {

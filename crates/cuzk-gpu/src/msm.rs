@@ -126,6 +126,19 @@ const FQ_BYTES: usize = 48;
 /// overrides it (the GPU tests set 0 to take the levels at every size).
 const BATCH_MIN_LOG: u32 = 24;
 
+/// Bucket keys derived from the scatter's cursors (msm.cuh `derived_keys`) instead of stored
+/// beside the entries: half the scatter's scattered 4-byte stores, and no key array (4 bytes
+/// per point and window: 8 GiB at 2^27 points and 16 windows). Off by default until measured
+/// on the H200 (there the H MSM's scatter, stored keys, took 236 of 1181 ms, bench/NOTES.md
+/// 2026-12-04); `CUZK_MSM_DERIVED_KEYS` (0 or 1, read at every call) and the backend's
+/// `set_msm_derived_keys` set it. Never with batch-affine levels: their first level reads the
+/// stored keys.
+const DERIVED_KEYS: bool = false;
+
+fn derived_switch() -> bool {
+    std::env::var("CUZK_MSM_DERIVED_KEYS").ok().and_then(|v| v.trim().parse::<u32>().ok()).map_or(DERIVED_KEYS, |v| v != 0)
+}
+
 /// The environment's batch-affine switches: (min_log, levels) for [`levels_for`].
 fn batch_switches() -> (u32, u32) {
     let var = |name: &str| std::env::var(name).ok().and_then(|v| v.trim().parse::<u32>().ok());
@@ -269,6 +282,8 @@ struct Layout {
     class: usize,
     cursor: usize,
     entries: usize,
+    /// The scatter's stored bucket keys (0 when they are derived).
+    keys: usize,
     carry_a: usize,
     carry_b: usize,
     buckets: usize,
@@ -282,8 +297,9 @@ struct Layout {
 
 impl Layout {
     /// For chunks of `m` points, c-bit windows; `sum_only`: a batch sum (no scalars);
-    /// `batch`: batch-affine levels before the XYZZ bucket phase (G1 only).
-    fn new<C: Curve>(m: usize, c: u32, source: PointSource, sum_only: bool, batch: u32) -> Layout {
+    /// `batch`: batch-affine levels before the XYZZ bucket phase (G1 only); `derived`: bucket
+    /// keys derived from the cursors, not stored.
+    fn new<C: Curve>(m: usize, c: u32, source: PointSource, sum_only: bool, batch: u32, derived: bool) -> Layout {
         let (x, windows) = (C::XYZZ_BYTES, 256usize.div_ceil(c as usize));
         let half = 1usize << (c - 1);
         let mut l = Layout {
@@ -322,6 +338,7 @@ impl Layout {
             l.class = m;
             l.cursor = windows * (half + 1) * 4;
             l.entries = slots * 4;
+            l.keys = if derived { 0 } else { slots * 4 };
             l.carry_a = l1 * (x + 4);
             l.carry_b = l2 * (x + 4);
             l.buckets = windows * half * x;
@@ -352,8 +369,9 @@ impl Layout {
         sum_only: bool,
         device_scalars: bool,
         batch: u32,
+        derived: bool,
     ) -> Layout {
-        let mut l = Layout::new::<C>(m, c, source, sum_only, batch);
+        let mut l = Layout::new::<C>(m, c, source, sum_only, batch, derived);
         if device_scalars {
             l.scalars = 0;
         }
@@ -367,7 +385,8 @@ impl Layout {
         2 * (r(self.points) + r(self.idx) + r(self.scalars) + r(self.jac))
             + r(self.class)
             + r(self.cursor)
-            + 2 * r(self.entries)
+            + r(self.entries)
+            + r(self.keys)
             + r(self.carry_a)
             + r(self.carry_b)
             + r(self.buckets)
@@ -398,6 +417,8 @@ pub struct MsmPlan {
     pub resident_bytes: usize,
     /// Batch-affine levels of the bucket phase (0: none).
     pub batch_levels: u32,
+    /// Bucket keys derived from the scatter's cursors rather than stored.
+    pub derived_keys: bool,
 }
 
 /// The plan for `n` points out of `bases` base points, with `available` bytes to spend
@@ -408,13 +429,13 @@ pub(crate) fn plan<C: Curve>(
     sum_only: bool,
     available: usize,
 ) -> Result<MsmPlan, usize> {
-    plan_with::<C>(n, source, sum_only, false, available, None, None)
+    plan_with::<C>(n, source, sum_only, false, available, None, None, None)
 }
 
 /// As [`plan`]; `device_scalars`: the scalars are already in device memory (no scalar
 /// buffers, and with resident unindexed bases nothing to upload, so no chunk limit); the
 /// window width forced (4 to [`MAX_WINDOW`] bits) when `window` is given, the batch-affine
-/// levels when `batch` is.
+/// levels when `batch` is, derived bucket keys when `derived` is.
 pub(crate) fn plan_with<C: Curve>(
     n: usize,
     source: PointSource,
@@ -423,15 +444,18 @@ pub(crate) fn plan_with<C: Curve>(
     available: usize,
     window: Option<u32>,
     batch: Option<u32>,
+    derived: Option<bool>,
 ) -> Result<MsmPlan, usize> {
     let uploads = !(sum_only || device_scalars) || source != (PointSource::Resident { indexed: false });
     let mut m = n.clamp(1, max_chunk(uploads));
     let (min_log, default_levels) = batch_switches();
+    let derived_default = derived_switch();
     loop {
         let c = window.map_or_else(|| window_bits(m), |c| c.clamp(4, MAX_WINDOW));
         let levels =
             if C::GROUP == 1 && !sum_only && !uploads { levels_for(m, batch, min_log, default_levels) } else { 0 };
-        let bytes = Layout::of_call::<C>(m, c, source, sum_only, device_scalars, levels).bytes();
+        let derived_keys = !sum_only && levels == 0 && derived.unwrap_or(derived_default);
+        let bytes = Layout::of_call::<C>(m, c, source, sum_only, device_scalars, levels, derived_keys).bytes();
         if bytes <= available {
             return Ok(MsmPlan {
                 n,
@@ -442,6 +466,7 @@ pub(crate) fn plan_with<C: Curve>(
                 work_bytes: bytes,
                 resident_bytes: 0,
                 batch_levels: levels,
+                derived_keys,
             });
         }
         if m <= MIN_CHUNK {
@@ -509,7 +534,7 @@ impl Workspace {
             class: alloc_opt(gpu, l.class)?,
             cursor: alloc_opt(gpu, l.cursor)?,
             entries: alloc_opt(gpu, l.entries)?,
-            keys: alloc_opt(gpu, l.entries)?,
+            keys: alloc_opt(gpu, l.keys)?,
             carry_a: carry(l.carry_a)?,
             carry_b: carry(l.carry_b)?,
             buckets: alloc_opt(gpu, l.buckets)?,
@@ -573,20 +598,33 @@ fn to_jacobian(
     )
 }
 
+/// Where the bucket phase finds keys it was not given (a null key array): the scatter's
+/// cursors, now the buckets' ends, windows of `region` slots and `half` buckets.
+struct Derived {
+    ends: u64,
+    region: usize,
+    half: u32,
+}
+
 /// The XYZZ bucket phase over `len` key-sorted slots. `src` is (points, index array,
-/// entries, keys): entry i names its point (a null entry array: slot i's own point). Level 1
+/// entries, keys): entry i names its point (a null entry array: slot i's own point); with a
+/// null key array, `derived` says where the keys come from. Level 1
 /// writes each bucket once and leaves carries; later levels fold the carries into the
 /// buckets until one chunk is left, ping-ponging between the two carry buffers.
 fn bucket_phase(
     gpu: &Gpu,
     k: &CurveKernels,
     src: [u64; 4],
+    derived: Option<Derived>,
     len: usize,
     buckets: u64,
     carries: [(u64, u64); 2],
     prof: &mut Profile,
 ) -> Result<(), GpuError> {
     let [pts, pidx, pe, pkeys] = src;
+    let d = derived.unwrap_or(Derived { ends: 0, region: 0, half: 0 });
+    assert!(pkeys != 0 || d.ends != 0, "the bucket phase needs keys or the cursors to derive them");
+    let (ends, region, dhalf) = (d.ends, d.region as u64, d.half);
     let cap = RUN_CHUNK as u32;
     let mut chunks = len.div_ceil(RUN_CHUNK);
     let (len64, pv, pck) = (len as u64, carries[0].0, carries[0].1);
@@ -605,6 +643,9 @@ fn bucket_phase(
             arg(&buckets),
             arg(&pv),
             arg(&pck),
+            arg(&ends),
+            arg(&region),
+            arg(&dhalf),
         ],
     )?;
     prof.mark(gpu, Phase::BucketRuns)?;
@@ -835,7 +876,7 @@ fn batch_affine(
             prof.mark(gpu, Phase::BaApply)?;
             (in_pts, in_keys, in_stride, cur) = (out_pts[o], out_keys[o], out_stride, lo);
         }
-        bucket_phase(gpu, k, [in_pts, 0, 0, in_keys], gg * in_stride, buckets, carries, prof)?;
+        bucket_phase(gpu, k, [in_pts, 0, 0, in_keys], None, gg * in_stride, buckets, carries, prof)?;
     }
     Ok(())
 }
@@ -904,6 +945,7 @@ fn choose_source<C: Curve>(
         resident,
         sum_only,
         0,
+        false,
     )
     .bytes();
     if n.saturating_mul(8) < bases.len()
@@ -955,7 +997,7 @@ pub(crate) fn msm<C: Curve>(
     }
     let (source, resident) = choose_source::<C>(gpu, bases, selection, n, sum_only)?;
     let device_scalars = matches!(scalars, Scalars::Device(_));
-    let p = plan_with::<C>(n, source, sum_only, device_scalars, gpu.available(), gpu.msm_window(), gpu.msm_batch_levels())
+    let p = plan_with::<C>(n, source, sum_only, device_scalars, gpu.available(), gpu.msm_window(), gpu.msm_batch_levels(), gpu.msm_derived_keys())
         .map_err(|need| {
             let c = gpu.counters();
             GpuError::OverBudget {
@@ -969,8 +1011,9 @@ pub(crate) fn msm<C: Curve>(
     let (m, c) = (p.chunk, p.c);
     let windows = 256u32.div_ceil(c);
     let half = 1usize << (c - 1);
-    let l = Layout::of_call::<C>(m, c, source, sum_only, device_scalars, p.batch_levels);
+    let l = Layout::of_call::<C>(m, c, source, sum_only, device_scalars, p.batch_levels, p.derived_keys);
     gpu.set_last_batch_levels(p.batch_levels);
+    gpu.set_last_derived_keys(p.derived_keys);
     let ta = Instant::now();
     let ws = Workspace::new::<C>(gpu, &l, m)?;
     let alloc = ta.elapsed();
@@ -1095,7 +1138,9 @@ pub(crate) fn msm<C: Curve>(
             prof.mark(gpu, Phase::Classify)?;
             let slots = windows as usize * len;
             let (pe, pkeys) = (ptr(&ws.entries), ptr(&ws.keys));
-            gpu.memset_bytes(pkeys, slots * 4, 0xff)?;
+            if let Some(keys) = ws.keys.as_ref() {
+                gpu.memset_bytes(keys.ptr(), slots * 4, 0xff)?;
+            }
             gpu.launch(
                 gpu.kernels.msm_scatter,
                 len,
@@ -1121,7 +1166,8 @@ pub(crate) fn msm<C: Curve>(
                 let input = BaInput { points: pts, idx: pidx, entries: pe, keys: pkeys, cursor: pk, len, c, windows: windows as usize };
                 batch_affine(gpu, &k, &l.ba, &ws.ba, input, pb, carries, &mut prof)?;
             } else {
-                bucket_phase(gpu, &k, [pts, pidx, pe, pkeys], slots, pb, carries, &mut prof)?;
+                let derived = p.derived_keys.then_some(Derived { ends: pk, region: len, half: half as u32 });
+                bucket_phase(gpu, &k, [pts, pidx, pe, pkeys], derived, slots, pb, carries, &mut prof)?;
             }
             let segs = segments(half);
             let (pg, segs32) = (ptr(&ws.segs), segs as u32);
@@ -1280,27 +1326,27 @@ mod tests {
     fn device_scalars_plan_one_pass() {
         let n = (1 << 27) - 1;
         let res = PointSource::Resident { indexed: false };
-        let one = plan_with::<G1>(n, res, false, true, usize::MAX, None, None).unwrap();
+        let one = plan_with::<G1>(n, res, false, true, usize::MAX, None, None, None).unwrap();
         assert_eq!((one.chunk, one.chunks), (n, 1));
         assert_eq!(one.c, 16);
-        let host = plan_with::<G1>(n, res, false, false, usize::MAX, None, None).unwrap();
+        let host = plan_with::<G1>(n, res, false, false, usize::MAX, None, None, None).unwrap();
         assert_eq!(host.chunk, 1 << 22);
-        let tight = plan_with::<G1>(n, res, false, true, one.work_bytes / 3, None, None).unwrap();
+        let tight = plan_with::<G1>(n, res, false, true, one.work_bytes / 3, None, None, None).unwrap();
         assert!(tight.chunks > 1 && tight.work_bytes <= one.work_bytes / 3);
         let idx = PointSource::Resident { indexed: true };
-        assert_eq!(plan_with::<G1>(n, idx, false, true, usize::MAX, None, None).unwrap().chunk, 1 << 22);
+        assert_eq!(plan_with::<G1>(n, idx, false, true, usize::MAX, None, None, None).unwrap().chunk, 1 << 22);
         // No scalar buffers for device scalars.
         let m = 1 << 20;
-        let with = Layout::of_call::<G1>(m, 16, res, false, false, 0).bytes();
-        let without = Layout::of_call::<G1>(m, 16, res, false, true, 0).bytes();
+        let with = Layout::of_call::<G1>(m, 16, res, false, false, 0, false).bytes();
+        let without = Layout::of_call::<G1>(m, 16, res, false, true, 0, false).bytes();
         assert!(without + 2 * m * FR_BYTES <= with + 4096);
         // Batch-affine levels (forced here: off by default) only where nothing is
         // uploaded, in G1, and not in sums.
         let forced = |n: usize, src, sum_only, dev, g2: bool| {
             let p = if g2 {
-                plan_with::<G2>(n, src, sum_only, dev, usize::MAX, None, Some(6))
+                plan_with::<G2>(n, src, sum_only, dev, usize::MAX, None, Some(6), None)
             } else {
-                plan_with::<G1>(n, src, sum_only, dev, usize::MAX, None, Some(6))
+                plan_with::<G1>(n, src, sum_only, dev, usize::MAX, None, Some(6), None)
             };
             p.unwrap().batch_levels
         };
@@ -1311,6 +1357,30 @@ mod tests {
         assert_eq!(forced(n >> 2, res, false, true, true), 0, "G2");
         if std::env::var_os("CUZK_MSM_BATCH_LEVELS").is_none() {
             assert_eq!(one.batch_levels, BATCH_LEVELS);
+        }
+    }
+
+    /// Derived bucket keys (forced here: off by default) leave the key array out of the
+    /// workspace, and never go with batch-affine levels or sums.
+    #[test]
+    fn derived_keys_plan() {
+        let n = (1 << 27) - 1;
+        let res = PointSource::Resident { indexed: false };
+        let stored = plan_with::<G1>(n, res, false, true, usize::MAX, None, Some(0), Some(false)).unwrap();
+        let derived = plan_with::<G1>(n, res, false, true, usize::MAX, None, Some(0), Some(true)).unwrap();
+        assert!(!stored.derived_keys && derived.derived_keys);
+        assert_eq!((derived.chunk, derived.c), (stored.chunk, stored.c));
+        let keys = reserved_size(16 * n * 4);
+        assert_eq!(stored.work_bytes - derived.work_bytes, keys, "one key array of 4 bytes per slot fewer");
+        let host = plan_with::<G2>(1 << 20, PointSource::Streamed, false, false, usize::MAX, None, None, Some(true));
+        assert!(host.unwrap().derived_keys, "any call without levels, G2 and uploads included");
+        let levels = plan_with::<G1>(n, res, false, true, usize::MAX, None, Some(6), Some(true)).unwrap();
+        assert!(!levels.derived_keys && levels.batch_levels == 6, "the levels read stored keys");
+        let sum = plan_with::<G1>(n, res, true, false, usize::MAX, None, None, Some(true)).unwrap();
+        assert!(!sum.derived_keys, "a sum has no buckets");
+        if std::env::var_os("CUZK_MSM_DERIVED_KEYS").is_none() {
+            let default = plan_with::<G1>(n, res, false, true, usize::MAX, None, None, None).unwrap();
+            assert_eq!(default.derived_keys, DERIVED_KEYS);
         }
     }
 
@@ -1332,11 +1402,11 @@ mod tests {
         // XYZZ phase's carries took.
         let (m, c) = ((1usize << 27) - 1, 16);
         let res = PointSource::Resident { indexed: false };
-        let plain = Layout::of_call::<G1>(m, c, res, false, true, 0);
-        let batch = Layout::of_call::<G1>(m, c, res, false, true, 6);
+        let plain = Layout::of_call::<G1>(m, c, res, false, true, 0, false);
+        let batch = Layout::of_call::<G1>(m, c, res, false, true, 6, false);
         assert_eq!(batch.ba.g, 1);
         assert!(batch.bytes() < plain.bytes() * 21 / 20, "{} against {}", batch.bytes(), plain.bytes());
-        let small = Layout::of_call::<G1>(1 << 20, 12, res, false, true, 3);
+        let small = Layout::of_call::<G1>(1 << 20, 12, res, false, true, 3, false);
         assert!(small.ba.g >= 1 && small.ba.g <= 22);
         // Every level's region holds its outputs: half the inputs, plus a half for each
         // bucket with an odd count.

@@ -647,3 +647,47 @@ fn batch_affine_levels_match_cpu() {
     }
     say("batch-affine levels 0 to 12, windows 4, 5 and 12 bits: H MSM equal to the CPU backend");
 }
+
+/// Bucket keys derived from the scatter's cursors (forced; off by default) give the CPU
+/// backend's results: G1 and G2 MSMs from host scalars (random, PoRep-like, all one bucket,
+/// minus one, a size that is not a power of two so that run chunks straddle windows) and the
+/// H MSM over device scalars in one pass, at the default width and at 4 bits (many empty
+/// buckets).
+#[test]
+fn derived_keys_match_cpu() {
+    let Some((gpu, _serial)) = gpu() else { return };
+    let n = 1usize << 16;
+    let bases = random_bases(n, 200);
+    let g2 = random_bases_g2(1 << 12, 201);
+    let odd = n - 9;
+    let same = vec![Scalar::from(12345u64); odd];
+    for window in [None, Some(4)] {
+        gpu.set_msm_derived_keys(Some(true));
+        gpu.set_msm_window(window);
+        for (label, scalars) in [
+            ("random", random_scalars(odd, 202)),
+            ("porep-like", porep_scalars(odd, 203)),
+            ("one bucket", same.clone()),
+            ("minus one", vec![-Scalar::ONE; odd]),
+        ] {
+            check_msm(gpu, &format!("{label}, derived keys, window {window:?}"), &bases[..odd], &scalars);
+            assert!(gpu.last_msm_derived_keys(), "{label}: the call derived its keys");
+        }
+        let s2 = random_scalars(g2.len() - 3, 204);
+        check_msm_g2(gpu, &format!("random, derived keys, window {window:?}"), &g2[..s2.len()], &s2);
+        assert!(gpu.last_msm_derived_keys());
+        let (a, b) = (random_scalars(odd, 205), random_scalars(odd, 206));
+        let c: Vec<Scalar> = a.iter().zip(&b).map(|(x, y)| x * y - Scalar::ONE).collect();
+        let hb = &bases[..n - 1];
+        let (want, _) = CpuBackend.h_msm(a.clone(), b.clone(), c.clone(), hb).unwrap();
+        let got = gpu.h_msm(a, b, c, hb);
+        let derived = gpu.last_msm_derived_keys();
+        gpu.set_msm_derived_keys(None);
+        gpu.set_msm_window(None);
+        assert_eq!(gpu.last_h_step(), HStep::Device);
+        assert!(derived, "the H MSM derived its keys");
+        assert_eq!(got.unwrap().0, want, "H MSM with derived keys, window {window:?}");
+        assert_arena_empty(gpu);
+    }
+    say("derived bucket keys: G1 (4 scalar kinds), G2 and H MSMs at the default width and 4 bits equal to the CPU backend");
+}
