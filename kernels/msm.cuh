@@ -6,7 +6,8 @@
 //   2. msm_bucket_offsets: exclusive scan of the counts, one block per window.
 //   3. msm_scatter: each (scalar, window) with a non-zero digit writes its point index (sign
 //      in bit 31) and its bucket number to its bucket's slot, so that the entries of a window
-//      lie sorted by bucket; unused slots keep the key NO_KEY.
+//      lie sorted by bucket; unused slots keep the key NO_KEY. Without a key array the bucket
+//      numbers are not stored: the next step derives them from the cursors (derived_keys).
 //   4. msm_bucket_runs_affine: each thread adds a fixed-size chunk of sorted entries (mixed
 //      XYZZ + affine), so a bucket holding half of all points (scalars all equal, a sparse
 //      top window) is split across threads like any other work. The chunk that holds a
