@@ -325,18 +325,23 @@ mod tests {
     }
     use crate::prover::required_shape;
 
+    /// A scalar mix for the tests (its c is not used: c = a b).
+    fn test_mix() -> WitnessMix {
+        WitnessMix {
+            a: ScalarMix { zero: 0.5, one: 0.3 },
+            b: ScalarMix { zero: 0.1, one: 0.8 },
+            c: ScalarMix { zero: 0.6, one: 0.1 },
+            aux: ScalarMix { zero: 0.4, one: 0.45 },
+        }
+    }
+
     /// A shape witness has the shape's counts, draws about its mix, and random parameters
     /// of its required shape are accepted by the prover's shape check.
     #[test]
     fn shape_witness_and_random_srs_fit_each_other() {
         let shape = PartitionShape::porep_scaled(12);
         assert!(shape.constraints < 1 << 12 && shape.constraints > 1 << 11);
-        let mix = WitnessMix {
-            a: ScalarMix { zero: 0.5, one: 0.3 },
-            b: ScalarMix { zero: 0.1, one: 0.8 },
-            c: ScalarMix { zero: 0.6, one: 0.1 },
-            aux: ScalarMix { zero: 0.4, one: 0.45 },
-        };
+        let mix = test_mix();
         let w = shape_witness(&shape, &mix, 7);
         assert_eq!(w.num_constraints(), shape.constraints);
         assert_eq!(w.aux_assignment.len(), shape.aux);
@@ -362,12 +367,7 @@ mod tests {
     fn shape_witness_quotient_is_exact() {
         use crate::{Backend, CpuBackend, NttDirection};
         let shape = PartitionShape::porep_scaled(12);
-        let mix = WitnessMix {
-            a: ScalarMix { zero: 0.5, one: 0.3 },
-            b: ScalarMix { zero: 0.1, one: 0.8 },
-            c: ScalarMix { zero: 0.6, one: 0.1 },
-            aux: ScalarMix { zero: 0.4, one: 0.45 },
-        };
+        let mix = test_mix();
         let w = shape_witness(&shape, &mix, 11);
         let n = w.a.len().next_power_of_two();
         let coeffs = |v: &[Scalar]| {
@@ -432,12 +432,7 @@ mod tests {
     fn spilled_and_released_parameters_prove_the_same() {
         use crate::Backend;
         let shape = PartitionShape::porep_scaled(14);
-        let mix = WitnessMix {
-            a: ScalarMix { zero: 0.5, one: 0.3 },
-            b: ScalarMix { zero: 0.1, one: 0.8 },
-            c: ScalarMix { zero: 0.6, one: 0.1 },
-            aux: ScalarMix { zero: 0.4, one: 0.45 },
-        };
+        let mix = test_mix();
         let w = shape_witness(&shape, &mix, 7);
         let need = required_shape(&w);
         let owned = random_srs(&need, 3);
