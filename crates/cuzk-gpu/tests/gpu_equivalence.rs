@@ -689,5 +689,17 @@ fn derived_keys_match_cpu() {
         assert_eq!(got.unwrap().0, want, "H MSM with derived keys, window {window:?}");
         assert_arena_empty(gpu);
     }
-    say("derived bucket keys: G1 (4 scalar kinds), G2 and H MSMs at the default width and 4 bits equal to the CPU backend");
+    // Several chunks, the last one shorter: each chunk's keys come from its own cursors and
+    // its own length.
+    let small = GpuBackend::open(0, VramBudget::Bytes(16 << 20)).expect("second handle");
+    small.set_msm_derived_keys(Some(true));
+    let n = (1 << 18) + 5;
+    assert!(small.plan_msm_g1(n).unwrap().chunks > 2, "{:?}", small.plan_msm_g1(n));
+    let bases = random_bases(n, 207);
+    for (label, scalars) in [("random", random_scalars(n, 208)), ("porep-like", porep_scalars(n, 209))] {
+        let want = CpuBackend.msm_g1(&bases, Selection::All, &scalars).unwrap();
+        assert_eq!(small.msm_g1(&bases, Selection::All, &scalars).unwrap(), want, "chunked {label}, derived keys");
+        assert!(small.last_msm_derived_keys());
+    }
+    say("derived bucket keys: G1 (4 scalar kinds), G2 and H MSMs at the default width and 4 bits, and G1 in chunks of a 16 MiB arena, equal to the CPU backend");
 }
