@@ -135,16 +135,14 @@ const BATCH_MIN_LOG: u32 = 24;
 /// stored keys.
 const DERIVED_KEYS: bool = false;
 
-fn derived_switch() -> bool {
-    std::env::var("CUZK_MSM_DERIVED_KEYS").ok().and_then(|v| v.trim().parse::<u32>().ok()).map_or(DERIVED_KEYS, |v| v != 0)
-}
-
-/// The environment's batch-affine switches: (min_log, levels) for [`levels_for`].
-fn batch_switches() -> (u32, u32) {
+/// The environment's switches of a plan, read once per call: the batch-affine (min_log,
+/// levels) for [`levels_for`], and whether bucket keys are derived.
+fn plan_switches() -> (u32, u32, bool) {
     let var = |name: &str| std::env::var(name).ok().and_then(|v| v.trim().parse::<u32>().ok());
     (
         var("CUZK_MSM_BATCH_MIN_LOG").unwrap_or(BATCH_MIN_LOG),
         var("CUZK_MSM_BATCH_LEVELS").unwrap_or(BATCH_LEVELS),
+        var("CUZK_MSM_DERIVED_KEYS").map_or(DERIVED_KEYS, |v| v != 0),
     )
 }
 
@@ -448,8 +446,7 @@ pub(crate) fn plan_with<C: Curve>(
 ) -> Result<MsmPlan, usize> {
     let uploads = !(sum_only || device_scalars) || source != (PointSource::Resident { indexed: false });
     let mut m = n.clamp(1, max_chunk(uploads));
-    let (min_log, default_levels) = batch_switches();
-    let derived_default = derived_switch();
+    let (min_log, default_levels, derived_default) = plan_switches();
     loop {
         let c = window.map_or_else(|| window_bits(m), |c| c.clamp(4, MAX_WINDOW));
         let levels =
@@ -856,23 +853,15 @@ fn batch_affine(
             prof.mark(gpu, Phase::BaSetup)?;
             let threads = out_total.div_ceil(group);
             let ot = out_total as u64;
-            gpu.launch(
-                kn.ba_prefix,
-                threads,
-                BLOCK,
-                0,
-                &mut [arg(&level), arg(&ot), arg(&grp), arg(&prefix), arg(&totals)],
-            )?;
+            // ba_prefix and ba_apply take the same arguments.
+            let pass = |kernel| {
+                gpu.launch(kernel, threads, BLOCK, 0, &mut [arg(&level), arg(&ot), arg(&grp), arg(&prefix), arg(&totals)])
+            };
+            pass(kn.ba_prefix)?;
             prof.mark(gpu, Phase::BaPrefix)?;
             invert_batch(gpu, totals, threads, scratch)?;
             prof.mark(gpu, Phase::BaInvert)?;
-            gpu.launch(
-                kn.ba_apply,
-                threads,
-                BLOCK,
-                0,
-                &mut [arg(&level), arg(&ot), arg(&grp), arg(&prefix), arg(&totals)],
-            )?;
+            pass(kn.ba_apply)?;
             prof.mark(gpu, Phase::BaApply)?;
             (in_pts, in_keys, in_stride, cur) = (out_pts[o], out_keys[o], out_stride, lo);
         }

@@ -615,6 +615,14 @@ fn wide_windows_match_cpu() {
     say("wide windows 17..22: MSM and H MSM equal to the CPU backend");
 }
 
+/// a, b, c of `len` rows for an H MSM, random with c = a b − 1 (h not an exact quotient);
+/// a from `seed`, b from `seed + 1`.
+fn h_inputs(len: usize, seed: u64) -> (Vec<Scalar>, Vec<Scalar>, Vec<Scalar>) {
+    let (a, b) = (random_scalars(len, seed), random_scalars(len, seed + 1));
+    let c = a.iter().zip(&b).map(|(x, y)| x * y - Scalar::ONE).collect();
+    (a, b, c)
+}
+
 /// The batch-affine bucket phase (kernels/msm_affine.cuh; by default only in H MSMs of 2^24
 /// points or more, forced here at 2^16 with 1 to 12 levels) equals the CPU backend on the H
 /// MSM from the device: over random bases, and over 7 distinct bases with infinity among
@@ -628,8 +636,7 @@ fn batch_affine_levels_match_cpu() {
     let few: Vec<G1Affine> =
         (0..n).map(|i| if i % 97 == 5 { G1Affine::identity() } else { random[i % 7] }).collect();
     let len = n - 9;
-    let (a, b) = (random_scalars(len, 101), random_scalars(len, 102));
-    let c: Vec<Scalar> = a.iter().zip(&b).map(|(x, y)| x * y - Scalar::ONE).collect();
+    let (a, b, c) = h_inputs(len, 101);
     for (label, bases) in [("random bases", &random), ("7 distinct bases and infinity", &few)] {
         let hb = &bases[..n - 1];
         let (want, _) = CpuBackend.h_msm(a.clone(), b.clone(), c.clone(), hb).unwrap();
@@ -676,8 +683,7 @@ fn derived_keys_match_cpu() {
         let s2 = random_scalars(g2.len() - 3, 204);
         check_msm_g2(gpu, &format!("random, derived keys, window {window:?}"), &g2[..s2.len()], &s2);
         assert!(gpu.last_msm_derived_keys());
-        let (a, b) = (random_scalars(odd, 205), random_scalars(odd, 206));
-        let c: Vec<Scalar> = a.iter().zip(&b).map(|(x, y)| x * y - Scalar::ONE).collect();
+        let (a, b, c) = h_inputs(odd, 205);
         let hb = &bases[..n - 1];
         let (want, _) = CpuBackend.h_msm(a.clone(), b.clone(), c.clone(), hb).unwrap();
         let got = gpu.h_msm(a, b, c, hb);
