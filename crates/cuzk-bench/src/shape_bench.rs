@@ -55,6 +55,10 @@ pub struct ShapeBenchArgs {
     /// the rounds after it show what a released host copy costs.
     #[arg(long)]
     pub host_release_dir: Option<PathBuf>,
+    /// Only the scalar split (what `prove()` runs on the CPU beside the H step), `--rounds`
+    /// times on a split pool of each of these thread counts; no parameters, no GPU.
+    #[arg(long, value_delimiter = ',')]
+    pub split_only: Vec<usize>,
 }
 
 #[derive(Clone, Copy, Debug, clap::ValueEnum, PartialEq, Eq)]
@@ -161,6 +165,30 @@ fn print_stages(t: &ProveTimings, wall: Duration) {
     println!("    {:<24}{:>9.1} ms", "wall of prove()", ms(wall));
 }
 
+/// `--split-only`: the scalar split's time per pool size, best of `--rounds`.
+fn split_rows(args: &ShapeBenchArgs, witness: &PartitionWitness) -> Result<()> {
+    println!("scalar split alone ({} aux values), best of {} rounds:", witness.aux_assignment.len(), args.rounds);
+    println!("| split threads | best ms | rounds ms | L ones / others | A ones / others | B ones / others |");
+    println!("|---|---|---|---|---|---|");
+    for &threads in &args.split_only {
+        // A bench's own process; the prover reads this at each call.
+        std::env::set_var("CUZK_PROVER_SPLIT_THREADS", threads.to_string());
+        let runs: Result<Vec<_>, _> = (0..args.rounds.max(1)).map(|_| cuzk_groth16::prover::split_alone(witness)).collect();
+        std::env::remove_var("CUZK_PROVER_SPLIT_THREADS");
+        let runs = runs?;
+        let best = runs.iter().map(|r| r.0).min().unwrap_or_default();
+        let all: Vec<String> = runs.iter().map(|r| format!("{:.1}", ms(r.0))).collect();
+        let c = runs[0].1;
+        println!(
+            "| {threads} | {:.1} | {} | {} / {} | {} / {} | {} / {} |",
+            ms(best),
+            all.join(", "),
+            c[0].0, c[0].1, c[1].0, c[1].1, c[2].0, c[2].1
+        );
+    }
+    Ok(())
+}
+
 pub fn run(args: &ShapeBenchArgs) -> Result<()> {
     let shape = PartitionShape::parse(&args.shape).map_err(anyhow::Error::msg)?;
     let budgets = args.budgets.iter().map(|b| parse_budget(b)).collect::<Result<Vec<_>>>()?;
@@ -204,6 +232,9 @@ pub fn run(args: &ShapeBenchArgs) -> Result<()> {
         srs_shape,
         srs_shape.point_bytes() as f64 / 1e9
     );
+    if !args.split_only.is_empty() {
+        return split_rows(args, &witness);
+    }
     let t = Instant::now();
     let mut srs = random_srs(&srs_shape, args.seed);
     let (rss_now, _) = rss();

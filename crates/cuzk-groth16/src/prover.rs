@@ -39,6 +39,8 @@ pub enum ProveError {
     },
     #[error("the circuit has no constraints")]
     EmptyCircuit,
+    #[error("malformed witness: {0}")]
+    MalformedWitness(String),
     #[error("parameters {0} have delta at infinity (subverted or corrupt parameters)")]
     IdentityDelta(String),
     #[error(transparent)]
@@ -91,39 +93,68 @@ struct SplitScalars {
     other_scalars: Vec<Scalar>,
 }
 
-/// Values per task of the parallel split.
+/// Values per task of the parallel split (a multiple of 64: tasks start on whole words).
 const SPLIT_CHUNK: usize = 1 << 16;
+const SPLIT_CHUNK_WORDS: usize = SPLIT_CHUNK / 64;
 
-/// What a value is to the split: dropped, summed, or multiplied.
-const ZERO: u8 = 0;
-const ONE: u8 = 1;
-const OTHER: u8 = 2;
-
-/// One byte per value (ZERO, ONE or OTHER), in parallel: the three splits then read bytes,
-/// not 32-byte field elements, and touch the values only for the few that are neither.
-fn classify(values: &[Scalar]) -> Vec<u8> {
-    use rayon::prelude::*;
-    values
-        .par_iter()
-        .with_min_len(SPLIT_CHUNK)
-        .map(|v| {
-            if *v == Scalar::ONE {
-                ONE
-            } else if bool::from(v.is_zero()) {
-                ZERO
-            } else {
-                OTHER
-            }
-        })
-        .collect()
+/// What each value of one part (inputs or aux) is to the split, as bit masks, 64 values a
+/// word (value i is bit i % 64 of word i / 64, as in a [`Density`]): the ones (summed) and
+/// the values neither zero nor one (multiplied); zeros are in neither. Bits past the end are
+/// clear. Built once per part in parallel; the three splits then read words, not 32-byte
+/// field elements, and touch the values only for the few that are neither.
+struct Classes {
+    ones: Vec<u64>,
+    others: Vec<u64>,
 }
 
-/// Values with their classes ([`classify`]) and the density that selects them (None: all).
+impl Garbage for Classes {
+    fn release_pages(&mut self) {
+        self.ones.release_pages();
+        self.others.release_pages();
+    }
+}
+
+fn classify(values: &[Scalar]) -> Classes {
+    use rayon::prelude::*;
+    let words = values.len().div_ceil(64);
+    let (mut ones, mut others) = (vec![0u64; words], vec![0u64; words]);
+    ones.par_chunks_mut(SPLIT_CHUNK_WORDS)
+        .zip(others.par_chunks_mut(SPLIT_CHUNK_WORDS))
+        .zip(values.par_chunks(SPLIT_CHUNK))
+        .for_each(|((ones, others), values)| {
+            for ((one, other), values) in ones.iter_mut().zip(others.iter_mut()).zip(values.chunks(64)) {
+                let (mut o, mut x) = (0u64, 0u64);
+                for (bit, v) in values.iter().enumerate() {
+                    let is_one = *v == Scalar::ONE;
+                    let is_other = !is_one & (*v != Scalar::ZERO);
+                    o |= (is_one as u64) << bit;
+                    x |= (is_other as u64) << bit;
+                }
+                (*one, *other) = (o, x);
+            }
+        });
+    Classes { ones, others }
+}
+
+/// One part's values with their classes and the density that selects them (None: all).
 #[derive(Clone, Copy)]
 struct Classified<'a> {
     values: &'a [Scalar],
-    class: &'a [u8],
+    class: &'a Classes,
     density: Option<&'a Density>,
+}
+
+impl Classified<'_> {
+    /// The selection mask of word `w`: the density's word, or every value there is.
+    fn selected(&self, w: usize) -> u64 {
+        match self.density {
+            Some(d) => d.words()[w],
+            None => {
+                let left = self.values.len() - w * 64;
+                if left >= 64 { !0 } else { (1u64 << left) - 1 }
+            }
+        }
+    }
 }
 
 impl Garbage for SplitScalars {
@@ -136,32 +167,32 @@ impl Garbage for SplitScalars {
 
 impl SplitScalars {
     /// Pairs the selected `inputs` then the selected `aux` with consecutive base positions,
-    /// as the parameter file stores them. In parallel: a counting pass per chunk of values,
-    /// prefix sums, then each chunk writes its own part of the outputs (the order is the
-    /// sequential walk's).
+    /// as the parameter file stores them. In parallel: a counting pass per chunk of words
+    /// (population counts), prefix sums, then each chunk writes its own part of the outputs
+    /// (the order is the sequential walk's). A value's position is its chunk's first
+    /// position plus the selected values before it.
     fn new(inputs: Classified<'_>, aux: Classified<'_>) -> SplitScalars {
         use rayon::prelude::*;
-        // (part, first index) of every chunk, inputs first.
+        // (part, first word) of every chunk, inputs first.
         let chunks: Vec<(Classified<'_>, usize)> = [inputs, aux]
             .into_iter()
             .flat_map(|part| {
-                (0..part.values.len()).step_by(SPLIT_CHUNK).map(move |first| (part, first))
+                (0..part.values.len().div_ceil(64)).step_by(SPLIT_CHUNK_WORDS).map(move |first| (part, first))
             })
             .collect();
-        let range = |first: usize, part: &Classified<'_>| first..(first + SPLIT_CHUNK).min(part.values.len());
+        let words = |first: usize, part: &Classified<'_>| first..(first + SPLIT_CHUNK_WORDS).min(part.class.ones.len());
         // Per chunk: (selected, ones, others).
         let counts: Vec<(usize, usize, usize)> = chunks
             .par_iter()
             .map(|(part, first)| {
-                let mut k = [0usize; 3];
-                let mut selected = 0;
-                for i in range(*first, part) {
-                    if part.density.is_none_or(|d| d.get(i)) {
-                        selected += 1;
-                        k[part.class[i] as usize] += 1;
-                    }
+                let (mut n, mut o, mut x) = (0, 0, 0);
+                for w in words(*first, part) {
+                    let sel = part.selected(w);
+                    n += sel.count_ones() as usize;
+                    o += (part.class.ones[w] & sel).count_ones() as usize;
+                    x += (part.class.others[w] & sel).count_ones() as usize;
                 }
-                (selected, k[ONE as usize], k[OTHER as usize])
+                (n, o, x)
             })
             .collect();
         let ones_total = counts.iter().map(|c| c.1).sum();
@@ -186,23 +217,25 @@ impl SplitScalars {
         }
         parts.into_par_iter().for_each(|((part, first), mut pos, ones, others, scalars)| {
             let (mut o, mut x) = (0, 0);
-            for i in range(first, &part) {
-                if !part.density.is_none_or(|d| d.get(i)) {
-                    continue;
+            for w in words(first, &part) {
+                let sel = part.selected(w);
+                // The position of bit b: pos plus the selected bits below b.
+                let at = |b: u32| pos + (sel & ((1u64 << b) - 1)).count_ones();
+                let mut m = part.class.ones[w] & sel;
+                while m != 0 {
+                    ones[o] = at(m.trailing_zeros());
+                    o += 1;
+                    m &= m - 1;
                 }
-                match part.class[i] {
-                    ONE => {
-                        ones[o] = pos;
-                        o += 1;
-                    }
-                    OTHER => {
-                        others[x] = pos;
-                        scalars[x] = part.values[i];
-                        x += 1;
-                    }
-                    _ => {}
+                let mut m = part.class.others[w] & sel;
+                while m != 0 {
+                    let b = m.trailing_zeros();
+                    others[x] = at(b);
+                    scalars[x] = part.values[w * 64 + b as usize];
+                    x += 1;
+                    m &= m - 1;
                 }
-                pos += 1;
+                pos += sel.count_ones();
             }
         });
         s
@@ -219,10 +252,11 @@ impl SplitScalars {
         let (input_class, aux_class) =
             rayon::join(|| classify(input_assignment), || classify(aux_assignment));
         let part = |values, class, density| Classified { values, class, density };
-        let inputs = part(input_assignment, &input_class[..], None);
-        let aux = part(aux_assignment, &aux_class[..], None);
+        let inputs = part(input_assignment, &input_class, None);
+        let aux = part(aux_assignment, &aux_class, None);
+        let none = Classes { ones: Vec::new(), others: Vec::new() };
         let (l, (a, b)) = rayon::join(
-            || SplitScalars::new(part(&[], &[], None), aux),
+            || SplitScalars::new(part(&[], &none, None), aux),
             || {
                 rayon::join(
                     || SplitScalars::new(inputs, Classified { density: Some(a_aux_density), ..aux }),
@@ -235,6 +269,7 @@ impl SplitScalars {
                 )
             },
         );
+        drop_in_background((input_class, aux_class));
         (l, a, b)
     }
 
@@ -260,6 +295,25 @@ pub fn required_shape(w: &PartitionWitness) -> SrsShape {
         b_g1: w.b_input_density.total() + w.b_aux_density.total(),
         b_g2: w.b_input_density.total() + w.b_aux_density.total(),
     }
+}
+
+/// The witness's own lengths agree: a, b and c one value per constraint, each density one
+/// bit per value it selects from.
+fn check_witness(w: &PartitionWitness) -> Result<(), ProveError> {
+    let (n, inputs, aux) = (w.a.len(), w.input_assignment.len(), w.aux_assignment.len());
+    let lengths = [
+        ("b", w.b.len(), n),
+        ("c", w.c.len(), n),
+        ("b_input_density", w.b_input_density.len(), inputs),
+        ("a_aux_density", w.a_aux_density.len(), aux),
+        ("b_aux_density", w.b_aux_density.len(), aux),
+    ];
+    for (what, found, expected) in lengths {
+        if found != expected {
+            return Err(ProveError::MalformedWitness(format!("{what} has {found} entries, expected {expected}")));
+        }
+    }
+    Ok(())
 }
 
 fn check_shape(srs: &Srs, w: &PartitionWitness) -> Result<(), ProveError> {
@@ -337,6 +391,39 @@ pub fn h_msm_via_host<B: Backend + ?Sized>(
 /// (crate::pools).
 static SPLIT_POOL: SidePool = SidePool::new("CUZK_PROVER_SPLIT_THREADS", "cuzk-split", |cores| (cores / 4).max(2));
 
+/// The scalar split alone, as [`prove`] runs it beside the H step (on the split pool,
+/// `CUZK_PROVER_SPLIT_THREADS`): its time, and per query (L, A, B) the count of ones and of
+/// other values. For benches.
+pub fn split_alone(w: &PartitionWitness) -> Result<(Duration, [(usize, usize); 3]), ProveError> {
+    check_witness(w)?;
+    let (splits, took) = split_on_pool(
+        &w.input_assignment,
+        &w.aux_assignment,
+        &w.a_aux_density,
+        &w.b_input_density,
+        &w.b_aux_density,
+    );
+    let counts = |s: &SplitScalars| (s.ones.len(), s.others.len());
+    let r = [counts(&splits.0), counts(&splits.1), counts(&splits.2)];
+    drop_in_background(splits);
+    Ok((took, r))
+}
+
+/// The L, A and B splits on the split pool, and the time they took.
+fn split_on_pool(
+    input_assignment: &[Scalar],
+    aux_assignment: &[Scalar],
+    a_aux_density: &Density,
+    b_input_density: &Density,
+    b_aux_density: &Density,
+) -> ((SplitScalars, SplitScalars, SplitScalars), Duration) {
+    let t0 = Instant::now();
+    let splits = SPLIT_POOL.install(|| {
+        SplitScalars::of_witness(input_assignment, aux_assignment, a_aux_density, b_input_density, b_aux_density)
+    });
+    (splits, t0.elapsed())
+}
+
 /// Proves one partition with blinding `r`, `s`. The witness is consumed (its a, b, c become
 /// h in place).
 pub fn prove(
@@ -349,6 +436,7 @@ pub fn prove(
     if w.num_constraints() == 0 {
         return Err(ProveError::EmptyCircuit);
     }
+    check_witness(&w)?;
     check_shape(srs, &w)?;
     let vk = &srs.vk;
     if bool::from(vk.delta_g1.is_identity() | vk.delta_g2.is_identity()) {
@@ -369,18 +457,7 @@ pub fn prove(
     // The H step and its MSM on the backend while the CPU splits the other MSMs' scalars.
     let started = Instant::now();
     let split = || {
-        let t0 = Instant::now();
-        let run = || {
-            SplitScalars::of_witness(
-                &input_assignment,
-                &aux_assignment,
-                &a_aux_density,
-                &b_input_density,
-                &b_aux_density,
-            )
-        };
-        let splits = SPLIT_POOL.install(run);
-        (splits, t0.elapsed())
+        split_on_pool(&input_assignment, &aux_assignment, &a_aux_density, &b_input_density, &b_aux_density)
     };
     let (h_result, split_result) = if knob("CUZK_PROVER_SPLIT_BESIDE_H", true) {
         std::thread::scope(|sc| {
@@ -448,4 +525,88 @@ pub fn prove_all(
         proofs.push(p);
     }
     Ok((proofs, total))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::{Rng, SeedableRng};
+
+    /// The split as a sequential walk: every selected value in order, inputs then aux, its
+    /// base position counting selected values only.
+    fn walk(parts: &[(&[Scalar], Option<&Density>)]) -> (Vec<u32>, Vec<u32>, Vec<Scalar>) {
+        let (mut ones, mut others, mut scalars, mut pos) = (vec![], vec![], vec![], 0u32);
+        for (values, density) in parts {
+            for (i, v) in values.iter().enumerate() {
+                if density.is_some_and(|d| !d.get(i)) {
+                    continue;
+                }
+                if *v == Scalar::ONE {
+                    ones.push(pos);
+                } else if *v != Scalar::ZERO {
+                    others.push(pos);
+                    scalars.push(*v);
+                }
+                pos += 1;
+            }
+        }
+        (ones, others, scalars)
+    }
+
+    fn draw(rng: &mut rand_chacha::ChaCha8Rng, n: usize) -> (Vec<Scalar>, Density, Density) {
+        // Runs of one class as well as mixed words, so that whole words are all one kind.
+        let mut values = Vec::with_capacity(n);
+        while values.len() < n {
+            let run = rng.gen_range(1..200).min(n - values.len());
+            let kind = rng.gen_range(0..4);
+            for _ in 0..run {
+                let k = if kind == 3 { rng.gen_range(0..3) } else { kind };
+                values.push(match k {
+                    0 => Scalar::ZERO,
+                    1 => Scalar::ONE,
+                    _ => Scalar::from(rng.gen_range(2u64..u64::MAX)),
+                });
+            }
+        }
+        let dense: Vec<bool> = (0..n).map(|_| rng.gen_bool(0.7)).collect();
+        let sparse: Vec<bool> = (0..n).map(|i| i % 97 == 0 || rng.gen_bool(0.2)).collect();
+        (values, Density::from_fn(n, |i| dense[i]), Density::from_fn(n, |i| sparse[i]))
+    }
+
+    #[test]
+    fn split_equals_the_sequential_walk() {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(9);
+        let sizes = [(0, 0), (1, 1), (3, 63), (5, 64), (64, 65), (40, 1000), (129, 2 * SPLIT_CHUNK + 17), (2, 3 * SPLIT_CHUNK)];
+        for (n_in, n_aux) in sizes {
+            let (inputs, _, b_in) = draw(&mut rng, n_in);
+            let (aux, a_aux, b_aux) = draw(&mut rng, n_aux);
+            let (l, a, b) = SplitScalars::of_witness(&inputs, &aux, &a_aux, &b_in, &b_aux);
+            let got = |s: &SplitScalars| (s.ones.clone(), s.others.clone(), s.other_scalars.clone());
+            assert_eq!(got(&l), walk(&[(&aux, None)]), "L, {n_in} inputs, {n_aux} aux");
+            assert_eq!(got(&a), walk(&[(&inputs, None), (&aux, Some(&a_aux))]), "A, {n_in} inputs, {n_aux} aux");
+            assert_eq!(got(&b), walk(&[(&inputs, Some(&b_in)), (&aux, Some(&b_aux))]), "B, {n_in} inputs, {n_aux} aux");
+        }
+    }
+
+    #[test]
+    fn mismatched_densities_are_refused_by_name() {
+        let mut w = PartitionWitness {
+            a: vec![Scalar::ONE; 4],
+            b: vec![Scalar::ONE; 4],
+            c: vec![Scalar::ONE; 4],
+            input_assignment: vec![Scalar::ONE],
+            aux_assignment: vec![Scalar::ONE; 70],
+            a_aux_density: Density::from_fn(70, |_| true),
+            b_input_density: Density::from_fn(1, |_| true),
+            b_aux_density: Density::from_fn(70, |_| true),
+        };
+        assert!(split_alone(&w).is_ok());
+        w.b_aux_density = Density::from_fn(64, |_| true);
+        let e = split_alone(&w).unwrap_err().to_string();
+        assert_eq!(e, "malformed witness: b_aux_density has 64 entries, expected 70");
+        w.b_aux_density = Density::from_fn(70, |_| true);
+        w.c.pop();
+        let e = split_alone(&w).unwrap_err().to_string();
+        assert_eq!(e, "malformed witness: c has 3 entries, expected 4");
+    }
 }
