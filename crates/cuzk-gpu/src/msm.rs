@@ -128,22 +128,48 @@ const BATCH_MIN_LOG: u32 = 24;
 
 /// Bucket keys derived from the scatter's cursors (msm.cuh `derived_keys`) instead of stored
 /// beside the entries: half the scatter's scattered 4-byte stores, and no key array (4 bytes
-/// per point and window: 8 GiB at 2^27 points and 16 windows). Off by default until measured
-/// on the H200 (there the H MSM's scatter, stored keys, took 236 of 1181 ms, bench/NOTES.md
-/// 2026-12-04); `CUZK_MSM_DERIVED_KEYS` (0 or 1, read at every call) and the backend's
+/// per point and window: 8 GiB at 2^27 points and 16 windows). The default since its H200
+/// measurement (bench/NOTES.md, 2026-12-04, fourth session): the 32 GiB proof's H MSM's
+/// scatter took 98 ms instead of 236, its kernels 1051 ms instead of 1181, the bucket runs
+/// unchanged. `CUZK_MSM_DERIVED_KEYS` (0 or 1, read at every call) and the backend's
 /// `set_msm_derived_keys` set it. Never with batch-affine levels: their first level reads the
 /// stored keys.
-const DERIVED_KEYS: bool = false;
+const DERIVED_KEYS: bool = true;
 
-/// The environment's switches of a plan, read once per call: the batch-affine (min_log,
-/// levels) for [`levels_for`], and whether bucket keys are derived.
-fn plan_switches() -> (u32, u32, bool) {
+/// Chunks of at least 2^WIDE_MIN_LOG points (in a proof, only the H MSM's) take
+/// `CUZK_MSM_WIDE_WINDOW` bits when it is set (at most [`MAX_WINDOW`]), instead of
+/// [`window_bits`]'s 16: a measurement switch for the width of the H MSM alone, which the
+/// backend's `set_msm_window` (every call) cannot give.
+const WIDE_MIN_LOG: u32 = 26;
+
+/// The environment's switches of a plan, read once per call.
+struct PlanSwitches {
+    /// The batch-affine rule's (min_log, levels), for [`levels_for`].
+    min_log: u32,
+    levels: u32,
+    derived_keys: bool,
+    /// The window of chunks of 2^WIDE_MIN_LOG points or more.
+    wide_window: Option<u32>,
+}
+
+/// The window of a chunk of m points: `forced` when given, else `wide` for chunks of
+/// 2^WIDE_MIN_LOG points or more when given, else [`window_bits`].
+fn window_for(m: usize, forced: Option<u32>, wide: Option<u32>) -> u32 {
+    match (forced, wide) {
+        (Some(c), _) => c.clamp(4, MAX_WINDOW),
+        (None, Some(c)) if m >= 1 << WIDE_MIN_LOG => c.clamp(4, MAX_WINDOW),
+        _ => window_bits(m),
+    }
+}
+
+fn plan_switches() -> PlanSwitches {
     let var = |name: &str| std::env::var(name).ok().and_then(|v| v.trim().parse::<u32>().ok());
-    (
-        var("CUZK_MSM_BATCH_MIN_LOG").unwrap_or(BATCH_MIN_LOG),
-        var("CUZK_MSM_BATCH_LEVELS").unwrap_or(BATCH_LEVELS),
-        var("CUZK_MSM_DERIVED_KEYS").map_or(DERIVED_KEYS, |v| v != 0),
-    )
+    PlanSwitches {
+        min_log: var("CUZK_MSM_BATCH_MIN_LOG").unwrap_or(BATCH_MIN_LOG),
+        levels: var("CUZK_MSM_BATCH_LEVELS").unwrap_or(BATCH_LEVELS),
+        derived_keys: var("CUZK_MSM_DERIVED_KEYS").map_or(DERIVED_KEYS, |v| v != 0),
+        wide_window: var("CUZK_MSM_WIDE_WINDOW"),
+    }
 }
 
 /// The rule: `forced` when given, else `levels` for chunks of at least 2^min_log points;
@@ -446,12 +472,12 @@ pub(crate) fn plan_with<C: Curve>(
 ) -> Result<MsmPlan, usize> {
     let uploads = !(sum_only || device_scalars) || source != (PointSource::Resident { indexed: false });
     let mut m = n.clamp(1, max_chunk(uploads));
-    let (min_log, default_levels, derived_default) = plan_switches();
+    let sw = plan_switches();
     loop {
-        let c = window.map_or_else(|| window_bits(m), |c| c.clamp(4, MAX_WINDOW));
+        let c = window_for(m, window, sw.wide_window);
         let levels =
-            if C::GROUP == 1 && !sum_only && !uploads { levels_for(m, batch, min_log, default_levels) } else { 0 };
-        let derived_keys = !sum_only && levels == 0 && derived.unwrap_or(derived_default);
+            if C::GROUP == 1 && !sum_only && !uploads { levels_for(m, batch, sw.min_log, sw.levels) } else { 0 };
+        let derived_keys = !sum_only && levels == 0 && derived.unwrap_or(sw.derived_keys);
         let bytes = Layout::of_call::<C>(m, c, source, sum_only, device_scalars, levels, derived_keys).bytes();
         if bytes <= available {
             return Ok(MsmPlan {
@@ -1371,6 +1397,16 @@ mod tests {
             let default = plan_with::<G1>(n, res, false, true, usize::MAX, None, None, None).unwrap();
             assert_eq!(default.derived_keys, DERIVED_KEYS);
         }
+    }
+
+    #[test]
+    fn wide_window_rule() {
+        assert_eq!(window_for(1 << 27, None, None), 16);
+        assert_eq!(window_for(1 << 27, None, Some(20)), 20, "the H MSM's size takes the wide window");
+        assert_eq!(window_for((1 << 26) - 1, None, Some(20)), 16, "smaller chunks keep the rule");
+        assert_eq!(window_for(1 << 21, None, Some(20)), 16);
+        assert_eq!(window_for(1 << 27, Some(12), Some(20)), 12, "a forced window wins");
+        assert_eq!(window_for(1 << 27, None, Some(40)), MAX_WINDOW);
     }
 
     #[test]

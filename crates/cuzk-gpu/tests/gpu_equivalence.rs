@@ -661,51 +661,55 @@ fn batch_affine_levels_match_cpu() {
 /// H MSM over device scalars in one pass, at the default width and at 4 bits (many empty
 /// buckets).
 #[test]
-fn derived_keys_match_cpu() {
+fn bucket_keys_derived_and_stored_match_cpu() {
     let Some((gpu, _serial)) = gpu() else { return };
     let n = 1usize << 16;
     let bases = random_bases(n, 200);
     let g2 = random_bases_g2(1 << 12, 201);
     let odd = n - 9;
     let same = vec![Scalar::from(12345u64); odd];
-    for window in [None, Some(4)] {
-        gpu.set_msm_derived_keys(Some(true));
-        gpu.set_msm_window(window);
-        for (label, scalars) in [
-            ("random", random_scalars(odd, 202)),
-            ("porep-like", porep_scalars(odd, 203)),
-            ("one bucket", same.clone()),
-            ("minus one", vec![-Scalar::ONE; odd]),
-        ] {
-            check_msm(gpu, &format!("{label}, derived keys, window {window:?}"), &bases[..odd], &scalars);
-            assert!(gpu.last_msm_derived_keys(), "{label}: the call derived its keys");
+    // Derived keys are the default; stored keys remain a switch (and what batch-affine
+    // levels read).
+    for (derive, keys) in [(true, "derived keys"), (false, "stored keys")] {
+        for window in [None, Some(4)] {
+            gpu.set_msm_derived_keys(Some(derive));
+            gpu.set_msm_window(window);
+            for (label, scalars) in [
+                ("random", random_scalars(odd, 202)),
+                ("porep-like", porep_scalars(odd, 203)),
+                ("one bucket", same.clone()),
+                ("minus one", vec![-Scalar::ONE; odd]),
+            ] {
+                check_msm(gpu, &format!("{label}, {keys}, window {window:?}"), &bases[..odd], &scalars);
+                assert_eq!(gpu.last_msm_derived_keys(), derive, "{label}: the call's keys were {keys}");
+            }
+            let s2 = random_scalars(g2.len() - 3, 204);
+            check_msm_g2(gpu, &format!("random, {keys}, window {window:?}"), &g2[..s2.len()], &s2);
+            assert_eq!(gpu.last_msm_derived_keys(), derive);
+            let (a, b, c) = h_inputs(odd, 205);
+            let hb = &bases[..n - 1];
+            let (want, _) = CpuBackend.h_msm(a.clone(), b.clone(), c.clone(), hb).unwrap();
+            let got = gpu.h_msm(a, b, c, hb);
+            let derived = gpu.last_msm_derived_keys();
+            gpu.set_msm_derived_keys(None);
+            gpu.set_msm_window(None);
+            assert_eq!(gpu.last_h_step(), HStep::Device);
+            assert_eq!(derived, derive, "the H MSM's keys were {keys}");
+            assert_eq!(got.unwrap().0, want, "H MSM with {keys}, window {window:?}");
+            assert_arena_empty(gpu);
         }
-        let s2 = random_scalars(g2.len() - 3, 204);
-        check_msm_g2(gpu, &format!("random, derived keys, window {window:?}"), &g2[..s2.len()], &s2);
-        assert!(gpu.last_msm_derived_keys());
-        let (a, b, c) = h_inputs(odd, 205);
-        let hb = &bases[..n - 1];
-        let (want, _) = CpuBackend.h_msm(a.clone(), b.clone(), c.clone(), hb).unwrap();
-        let got = gpu.h_msm(a, b, c, hb);
-        let derived = gpu.last_msm_derived_keys();
-        gpu.set_msm_derived_keys(None);
-        gpu.set_msm_window(None);
-        assert_eq!(gpu.last_h_step(), HStep::Device);
-        assert!(derived, "the H MSM derived its keys");
-        assert_eq!(got.unwrap().0, want, "H MSM with derived keys, window {window:?}");
-        assert_arena_empty(gpu);
+        // Several chunks, the last one shorter: each chunk's keys come from its own cursors
+        // and its own length.
+        let small = GpuBackend::open(0, VramBudget::Bytes(16 << 20)).expect("second handle");
+        small.set_msm_derived_keys(Some(derive));
+        let n = (1 << 18) + 5;
+        assert!(small.plan_msm_g1(n).unwrap().chunks > 2, "{:?}", small.plan_msm_g1(n));
+        let bases = random_bases(n, 207);
+        for (label, scalars) in [("random", random_scalars(n, 208)), ("porep-like", porep_scalars(n, 209))] {
+            let want = CpuBackend.msm_g1(&bases, Selection::All, &scalars).unwrap();
+            assert_eq!(small.msm_g1(&bases, Selection::All, &scalars).unwrap(), want, "chunked {label}, {keys}");
+            assert_eq!(small.last_msm_derived_keys(), derive);
+        }
     }
-    // Several chunks, the last one shorter: each chunk's keys come from its own cursors and
-    // its own length.
-    let small = GpuBackend::open(0, VramBudget::Bytes(16 << 20)).expect("second handle");
-    small.set_msm_derived_keys(Some(true));
-    let n = (1 << 18) + 5;
-    assert!(small.plan_msm_g1(n).unwrap().chunks > 2, "{:?}", small.plan_msm_g1(n));
-    let bases = random_bases(n, 207);
-    for (label, scalars) in [("random", random_scalars(n, 208)), ("porep-like", porep_scalars(n, 209))] {
-        let want = CpuBackend.msm_g1(&bases, Selection::All, &scalars).unwrap();
-        assert_eq!(small.msm_g1(&bases, Selection::All, &scalars).unwrap(), want, "chunked {label}, derived keys");
-        assert!(small.last_msm_derived_keys());
-    }
-    say("derived bucket keys: G1 (4 scalar kinds), G2 and H MSMs at the default width and 4 bits, and G1 in chunks of a 16 MiB arena, equal to the CPU backend");
+    say("bucket keys derived and stored: G1 (4 scalar kinds), G2 and H MSMs at the default width and 4 bits, and G1 in chunks of a 16 MiB arena, equal to the CPU backend");
 }
