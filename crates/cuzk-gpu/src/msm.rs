@@ -1004,6 +1004,7 @@ pub(crate) fn msm<C: Curve>(
     if n == 0 {
         return Ok(C::Proj::identity());
     }
+    let t_enter = Instant::now();
     let _region = gpu.enter()?;
     let t0 = Instant::now();
     let sum_only = matches!(scalars, Scalars::None);
@@ -1254,12 +1255,20 @@ pub(crate) fn msm<C: Curve>(
     consume(last, &readback[last]);
     gpu.sync()?;
     let kernels = kend.since(&kstart)?;
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
     prof.report(&format!(
-        "G{}, {n} points, c = {c}, {windows} windows, {} chunk(s) of {m}, {} batch-affine levels, kernels {:.1} ms",
+        "G{}, {n} points, c = {c}, {windows} windows, {} chunk(s) of {m}, {} batch-affine levels, kernels {:.1} ms; \
+         host: wall {:.1} ms = device lock {:.1} + source and plan {:.1} + workspace alloc {:.1} + the rest, \
+         of which staging uploads {:.1}",
         C::GROUP,
         p.chunks,
         p.batch_levels,
-        kernels.as_secs_f64() * 1e3
+        ms(kernels),
+        ms(t_enter.elapsed()),
+        ms(t0 - t_enter),
+        ms(ta - t0),
+        ms(alloc),
+        ms(upload_time)
     ))?;
     drop(readback);
     drop(ws);
