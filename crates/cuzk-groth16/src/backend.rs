@@ -123,7 +123,13 @@ impl Selection<'_> {
     pub fn check(&self, bases: usize) -> Result<(), BackendError> {
         use rayon::prelude::*;
         if let Selection::Indices(idx) = self {
-            let max = idx.par_chunks(1 << 18).map(|c| c.iter().copied().max().unwrap_or(0)).max();
+            // Small selections on this thread: the global pool may be busy with other work
+            // while the caller holds a device lock.
+            let max = if idx.len() < 1 << 20 {
+                idx.iter().copied().max()
+            } else {
+                idx.par_chunks(1 << 18).map(|c| c.iter().copied().max().unwrap_or(0)).max()
+            };
             if max.is_none_or(|m| (m as usize) < bases) {
                 return Ok(());
             }

@@ -96,6 +96,7 @@ struct SplitScalars {
 /// Values per task of the parallel split (a multiple of 64: tasks start on whole words).
 const SPLIT_CHUNK: usize = 1 << 16;
 const SPLIT_CHUNK_WORDS: usize = SPLIT_CHUNK / 64;
+const _: () = assert!(SPLIT_CHUNK % 64 == 0, "classify zips value chunks with word chunks");
 
 /// What each value of one part (inputs or aux) is to the split, as bit masks, 64 values a
 /// word (value i is bit i % 64 of word i / 64, as in a [`Density`]): the ones (summed) and
@@ -569,14 +570,26 @@ mod tests {
             }
         }
         let dense: Vec<bool> = (0..n).map(|_| rng.gen_bool(0.7)).collect();
-        let sparse: Vec<bool> = (0..n).map(|i| i % 97 == 0 || rng.gen_bool(0.2)).collect();
+        // Whole words unselected (values 1000..1300) as well as scattered bits.
+        let sparse: Vec<bool> = (0..n).map(|i| !(1000..1300).contains(&i) && (i % 97 == 0 || rng.gen_bool(0.2))).collect();
         (values, Density::from_fn(n, |i| dense[i]), Density::from_fn(n, |i| sparse[i]))
     }
 
     #[test]
     fn split_equals_the_sequential_walk() {
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(9);
-        let sizes = [(0, 0), (1, 1), (3, 63), (5, 64), (64, 65), (40, 1000), (129, 2 * SPLIT_CHUNK + 17), (2, 3 * SPLIT_CHUNK)];
+        let sizes = [
+            (0, 0),
+            (1, 1),
+            (0, 130),
+            (3, 63),
+            (5, 64),
+            (64, 65),
+            (40, 1000),
+            (129, 2 * SPLIT_CHUNK + 17),
+            (2, 3 * SPLIT_CHUNK),
+            (SPLIT_CHUNK + 70, 5000),
+        ];
         for (n_in, n_aux) in sizes {
             let (inputs, _, b_in) = draw(&mut rng, n_in);
             let (aux, a_aux, b_aux) = draw(&mut rng, n_aux);
