@@ -121,6 +121,19 @@ fn shape_bench_runs_a_tiny_shape_on_the_cpu_and_refuses_unknown_shapes() {
         .expect("an 'in no stage' line");
     assert!(uncounted < 5.0, "{uncounted} ms of prove() in no stage:\n{stdout}");
 
+    // The split alone: one row per pool size, the same counts in each.
+    let o = bench(&["shape-bench", "--shape", "2^12", "--split-only", "1,2", "--rounds", "1", "--mix-c1", s(&f.c1_path())]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let rows: Vec<Vec<&str>> = stdout
+        .lines()
+        .filter(|l| l.starts_with("| 1 |") || l.starts_with("| 2 |"))
+        .map(|l| l.split('|').map(str::trim).collect())
+        .collect();
+    assert_eq!(rows.len(), 2, "{stdout}");
+    assert_eq!(rows[0][4..], rows[1][4..], "counts differ between pool sizes:\n{stdout}");
+    assert!(!stdout.contains("random parameters generated"), "--split-only makes no parameters:\n{stdout}");
+
     let o = bench(&["shape-bench", "--shape", "64GiB", "--backend", "cpu"]);
     assert!(!o.status.success());
     assert!(stderr(&o).contains("shape \"64GiB\""), "{}", stderr(&o));
