@@ -39,9 +39,14 @@ pub struct EngineBenchArgs {
     /// one after the other in this process, on the same parameters (e.g. 1,2,3).
     #[arg(long, value_delimiter = ',', default_value = "1")]
     pub synthesis_workers: Vec<usize>,
-    /// Proving workers on the device.
+    /// Proving workers on each device.
     #[arg(long, default_value_t = 1)]
     pub gpu_workers: usize,
+    /// Devices the engine proves on (GPU ordinals 0..N, or N CPU backends); several values
+    /// run one after the other in this process, on the same parameters (e.g. 1,2: the
+    /// throughput of two GPUs against one, in the same run).
+    #[arg(long, value_delimiter = ',', default_value = "1")]
+    pub devices: Vec<usize>,
     /// Host memory budget in GiB [default: the engine's, 3/4 of the machine's memory].
     #[arg(long)]
     pub memory_budget_gib: Option<u64>,
@@ -75,6 +80,8 @@ struct Span {
     job: usize,
     partition: usize,
     gpu: bool,
+    /// The engine worker that ran it (`cuzk-worker-N`), for the device's share.
+    worker: Option<usize>,
     start: Duration,
     end: Duration,
 }
@@ -91,7 +98,8 @@ impl Timeline {
         let start = self.t0.elapsed();
         let r = f();
         let end = self.t0.elapsed();
-        self.spans.lock().unwrap_or_else(|p| p.into_inner()).push(Span { job, partition, gpu, start, end });
+        let worker = std::thread::current().name().and_then(|n| n.strip_prefix("cuzk-worker-")?.parse().ok());
+        self.spans.lock().unwrap_or_else(|p| p.into_inner()).push(Span { job, partition, gpu, worker, start, end });
         r
     }
 }
@@ -314,19 +322,35 @@ pub fn run(args: &EngineBenchArgs) -> Result<()> {
         _ => None,
     };
 
-    let gpu = match args.backend {
-        crate::shape_bench::ShapeBackend::Gpu => Some(Arc::new(
-            cuzk_gpu::GpuBackend::open(0, cuzk_gpu::VramBudget::default()).context("GPU backend unavailable")?,
-        )),
-        crate::shape_bench::ShapeBackend::Cpu => None,
+    let most = args.devices.iter().copied().max().unwrap_or(1);
+    if args.devices.contains(&0) {
+        bail!("--devices: 0 devices cannot prove");
+    }
+    // Each GPU opened once: its arena and resident parameters serve every run that uses it.
+    let gpus: Vec<Arc<cuzk_gpu::GpuBackend>> = match args.backend {
+        crate::shape_bench::ShapeBackend::Gpu => (0..most)
+            .map(|i| {
+                cuzk_gpu::GpuBackend::open(i, cuzk_gpu::VramBudget::default())
+                    .map(Arc::new)
+                    .with_context(|| format!("GPU {i} unavailable (--devices asks for {most})"))
+            })
+            .collect::<Result<_>>()?,
+        crate::shape_bench::ShapeBackend::Cpu => Vec::new(),
     };
+    let mut steady_by_run: Vec<(usize, usize, (Option<Duration>, Option<Duration>))> = Vec::new();
+    for &ndev in &args.devices {
     for &workers in &args.synthesis_workers {
-        let device = match &gpu {
-            Some(g) => Device::new(format!("gpu0 {}", g.device().name), g.clone()),
-            None => Device::cpu(),
-        }
-        .with_workers(args.gpu_workers);
-        let state = std::env::temp_dir().join(format!("cuzk-engine-bench-{}-{workers}", std::process::id()));
+        let devices: Vec<Device> = (0..ndev)
+            .map(|i| {
+                match gpus.get(i) {
+                    Some(g) => Device::new(format!("gpu{i} {}", g.device().name), g.clone()),
+                    None if ndev == 1 => Device::cpu(),
+                    None => Device::new(format!("cpu{i}"), Arc::new(cuzk_groth16::CpuBackend)),
+                }
+                .with_workers(args.gpu_workers)
+            })
+            .collect();
+        let state = std::env::temp_dir().join(format!("cuzk-engine-bench-{}-{ndev}-{workers}", std::process::id()));
         let mut config = EngineConfig::new(&state);
         config.synthesis_workers = workers.max(1);
         config.gpu_workers_per_device = args.gpu_workers;
@@ -335,7 +359,7 @@ pub fn run(args: &EngineBenchArgs) -> Result<()> {
         }
         config.max_spool_bytes = (raw.len() as u64 + (1 << 20)) * (args.proofs as u64 + 1);
         println!(
-            "--- {workers} synthesis worker(s): host memory budget {:.1} GiB, each partition reserves {:.1} GiB (the \
+            "--- {ndev} device(s), {workers} synthesis worker(s): host memory budget {:.1} GiB, each partition reserves {:.1} GiB (the \
              engine's formula), so at most {} partitions in memory at once",
             config.host_memory_budget_bytes as f64 / (1u64 << 30) as f64,
             footprint as f64 / (1u64 << 30) as f64,
@@ -344,7 +368,9 @@ pub fn run(args: &EngineBenchArgs) -> Result<()> {
         let timeline = Arc::new(Timeline { t0: Instant::now(), spans: Mutex::new(Vec::new()), stages: Default::default() });
         let runner = Arc::new(ShapeRunner { shapes: shapes.clone(), timeline: timeline.clone() });
         config.urgent_synthesis_workers = args.urgent_lanes.first().copied().unwrap_or(1);
-        let engine = Engine::start(config.clone(), runner, vec![device])?;
+        let engine = Engine::start(config.clone(), runner, devices)?;
+        // Worker w's device, for each device's share of the timeline.
+        let worker_devices: Vec<String> = engine.status().workers.iter().map(|w| w.device.clone()).collect();
         let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
         let t0 = timeline.t0;
         // The urgent job alone, before the main proofs: its standalone time.
@@ -363,7 +389,7 @@ pub fn run(args: &EngineBenchArgs) -> Result<()> {
         let mut ids = Vec::new();
         for i in 0..args.proofs {
             let request = JobRequest {
-                request_id: format!("engine-bench-{}-{workers}-{i}", std::process::id()),
+                request_id: format!("engine-bench-{}-{ndev}-{workers}-{i}", std::process::id()),
                 vanilla_proof: raw.clone(),
                 sector_size: main.sector_size,
                 ..JobRequest::new(ProofKind::PoRepSealCommit)
@@ -415,7 +441,8 @@ pub fn run(args: &EngineBenchArgs) -> Result<()> {
 
         let all = timeline.spans.lock().unwrap_or_else(|p| p.into_inner()).clone();
         let spans: Vec<Span> = all.iter().filter(|s| s.job < URGENT_INDEX).cloned().collect();
-        print_report(&spans, &done, partitions, workers);
+        let steady = print_report(&spans, &done, partitions, workers, ndev, &worker_devices);
+        steady_by_run.push((ndev, workers, steady));
         if let (Some(runs), Some(alone)) = (&urgent_runs, standalone) {
             print_urgent(&all, runs, alone);
         }
@@ -452,16 +479,38 @@ pub fn run(args: &EngineBenchArgs) -> Result<()> {
                 shape.point_bytes() as f64 / 1e9
             );
         }
-        if let Some(g) = &gpu {
+        for (i, g) in gpus.iter().take(ndev).enumerate() {
             let c = g.arena_counters();
             println!(
-                "  peak VRAM so far (arena high water) {:.1} GiB of a {:.1} GiB budget",
+                "  gpu{i}: peak VRAM so far (arena high water) {:.1} GiB of a {:.1} GiB budget",
                 c.high_water as f64 / (1u64 << 30) as f64,
                 c.budget as f64 / (1u64 << 30) as f64
             );
         }
     }
+    }
+    print_throughput(&steady_by_run);
     Ok(())
+}
+
+/// Throughput of each device count against the first one's, per synthesis worker count
+/// (same process, same parameters): by the steady state per proof and by the time to the
+/// last proof's end.
+fn print_throughput(runs: &[(usize, usize, (Option<Duration>, Option<Duration>))]) {
+    let Some(&(base_dev, _, _)) = runs.first() else { return };
+    let ratio = |b: Option<Duration>, x: Option<Duration>| match (b, x) {
+        (Some(b), Some(x)) if !x.is_zero() => format!("{:.2}x ({:.1} s against {:.1} s)", b.as_secs_f64() / x.as_secs_f64(), secs(x), secs(b)),
+        _ => "n/a (needs 2 proofs or more, --proofs)".to_string(),
+    };
+    for &(ndev, workers, (steady, all)) in runs.iter().filter(|r| r.0 != base_dev) {
+        let Some(&(_, _, (b_steady, b_all))) = runs.iter().find(|r| r.0 == base_dev && r.1 == workers) else { continue };
+        println!(
+            "=== throughput, {workers} synthesis worker(s), {ndev} device(s) against {base_dev}: steady state per proof {}; \
+             all proofs done {} ===",
+            ratio(b_steady, steady),
+            ratio(b_all, all)
+        );
+    }
 }
 
 /// Timeline job indices from here on are urgent jobs (their request ids end in 900 + i for
@@ -541,22 +590,33 @@ fn secs(d: Duration) -> f64 {
 /// Per proof: its id, when it was done, its bytes, and its time inside backend calls.
 type Done = (String, Duration, usize, Duration);
 
-fn print_report(spans: &[Span], done: &[Done], partitions: usize, workers: usize) {
+/// The run's timeline and summary; returns the steady-state time per proof (2 proofs or
+/// more) and the time to the last proof's end.
+fn print_report(
+    spans: &[Span],
+    done: &[Done],
+    partitions: usize,
+    workers: usize,
+    ndev: usize,
+    worker_devices: &[String],
+) -> (Option<Duration>, Option<Duration>) {
     let mut spans = spans.to_vec();
     spans.sort_by_key(|s| s.start);
     println!(
         "  timeline (s from submission; S = synthesis of a partition on the CPU, G = its prove() on a device worker, \
          CPU stages included):"
     );
+    let device_of = |s: &Span| s.worker.and_then(|w| worker_devices.get(w)).map_or("?", |d| d.as_str());
     for s in &spans {
         println!(
-            "    {} job {} partition {:>2}  {:>8.2} .. {:>8.2}  ({:.2} s)",
+            "    {} job {} partition {:>2}  {:>8.2} .. {:>8.2}  ({:.2} s){}",
             if s.gpu { "G" } else { "S" },
             s.job,
             s.partition,
             secs(s.start),
             secs(s.end),
-            secs(s.end - s.start)
+            secs(s.end - s.start),
+            if s.gpu && ndev > 1 { format!("  on {}", device_of(s)) } else { String::new() }
         );
     }
     let mut prev = Duration::ZERO;
@@ -576,9 +636,10 @@ fn print_report(spans: &[Span], done: &[Done], partitions: usize, workers: usize
         let window = secs(last - first.start).max(1e-9);
         let inside: Duration = done.iter().map(|d| d.3).sum();
         println!(
-            "  GPU busy {:.1}% from its first to its last partition: {:.1} s inside backend calls (NTT, MSM, their \
+            "  GPU busy {:.1}% from its first to its last partition{}: {:.1} s inside backend calls (NTT, MSM, their \
              transfers) of {:.1} s",
             100.0 * secs(inside) / window,
+            if ndev > 1 { format!(" (summed over {ndev} devices)") } else { String::new() },
             secs(inside),
             window
         );
@@ -588,21 +649,36 @@ fn print_report(spans: &[Span], done: &[Done], partitions: usize, workers: usize
             gpu.len(),
             secs(busy) / gpu.len() as f64
         );
+        if ndev > 1 {
+            let mut names: Vec<&str> = gpu.iter().map(|s| device_of(s)).collect();
+            names.sort_unstable();
+            names.dedup();
+            for name in names {
+                let mine: Vec<&&Span> = gpu.iter().filter(|s| device_of(s) == name).collect();
+                let busy: Duration = mine.iter().map(|s| s.end - s.start).sum();
+                println!(
+                    "  device {name}: {} partitions, a worker in prove() {:.1}% of that time",
+                    mine.len(),
+                    100.0 * secs(busy) / window
+                );
+            }
+        }
     }
     if !synth.is_empty() {
         let total: Duration = synth.iter().map(|s| s.end - s.start).sum();
         println!("  synthesis: {} partitions, {:.2} s each on average", synth.len(), secs(total) / synth.len() as f64);
     }
-    if done.len() >= 2 {
-        let steady = (done[done.len() - 1].1 - done[0].1) / (done.len() as u32 - 1);
+    let steady = (done.len() >= 2).then(|| (done[done.len() - 1].1 - done[0].1) / (done.len() as u32 - 1));
+    if let Some(steady) = steady {
         println!(
-            "=== engine-bench, {workers} synthesis worker(s): steady state {:.1} s per proof ({} partitions each; from \
+            "=== engine-bench, {ndev} device(s), {workers} synthesis worker(s): steady state {:.1} s per proof ({} partitions each; from \
              the first proof's end to the last's), first proof {:.1} s ===",
             secs(steady),
             partitions,
             secs(done[0].1)
         );
     } else if let Some((_, at, _, _)) = done.first() {
-        println!("=== engine-bench, {workers} synthesis worker(s): one proof in {:.1} s ===", secs(*at));
+        println!("=== engine-bench, {ndev} device(s), {workers} synthesis worker(s): one proof in {:.1} s ===", secs(*at));
     }
+    (steady, done.iter().map(|d| d.1).max())
 }

@@ -185,6 +185,17 @@ fn engine_bench_runs_a_shape_only_job_through_the_engine_and_refuses_real_inputs
     for part in ["SHAPE-ONLY", "cannot verify", "S job 0 partition  0", "G job 0 partition  0", "192 bytes", "GPU busy", "prove() stages", "one proof in", "peak host RSS"] {
         assert!(stdout.contains(part), "no {part:?} in:\n{stdout}");
     }
+    // One device, then two (CPU backends here, GPUs 0 and 1 on a GPU host), in one run: two
+    // proofs on two devices go one to each, and the throughput is compared.
+    let o = bench(&["engine-bench", "--c1", s(&c1), "--proofs", "2", "--backend", "cpu", "--devices", "1,2"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let two = stdout.split("--- 2 device(s)").nth(1).unwrap_or_else(|| panic!("no two-device run in:\n{stdout}"));
+    for part in ["on cpu0", "on cpu1", "device cpu0: 1 partitions", "device cpu1: 1 partitions", "2 device(s) against 1: steady state per proof"] {
+        assert!(two.contains(part), "no {part:?} in the two-device run:\n{stdout}");
+    }
+    let o = bench(&["engine-bench", "--c1", s(&c1), "--backend", "cpu", "--devices", "0"]);
+    assert!(!o.status.success() && stderr(&o).contains("0 devices cannot prove"), "{}", stderr(&o));
     let o = bench(&["engine-bench", "--c1", s(&f.c1_path()), "--backend", "cpu"]);
     assert!(!o.status.success());
     assert!(stderr(&o).contains("takes shape-only C1 outputs"), "{}", stderr(&o));
