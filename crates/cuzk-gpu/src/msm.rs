@@ -255,23 +255,15 @@ impl BaLayout {
 /// host, streamed bases or an index array) takes at most 2^22 points, so that chunk k + 1
 /// goes up while chunk k computes. A call that uploads nothing (scalars on the device,
 /// bases resident and not indexed: the H MSM) is one pass when the budget holds it, since
-/// there is nothing to overlap. A call that streams its bases over scalars already on the
-/// device (the H MSM when the budget does not hold its bases: a 16 GB card) takes 2^24:
-/// each chunk pays its own carries and window reduction (178 ms of the 2^27 H MSM's 1234
-/// in chunks of 2^22), and its uploads stay overlapped. Measured on the H200 (bench/NOTES.md,
-/// 2026-12-04, fourth session; `CUZK_MSM_UPLOAD_CHUNK_LOG=24` in the same run): the 32 GiB
-/// proof's H MSM on a 14 GiB budget took 1189 ms against 1256 (kernels 1140 against 1234),
-/// while the same switch made L/A/B, which upload their scalars, slower (645 against 612 ms)
-/// and so stays off for them. Measurement switches, read at every call (10 to 30):
+/// there is nothing to overlap. Measurement switches, read at every call (10 to 30):
 /// CUZK_MSM_MAX_CHUNK_LOG sets every call's chunk when set (up to what the budget holds);
-/// otherwise CUZK_MSM_UPLOAD_CHUNK_LOG sets the chunk of all calls that upload (fewer chunk
+/// otherwise CUZK_MSM_UPLOAD_CHUNK_LOG sets the chunk of the calls that upload (fewer chunk
 /// boundaries against a longer first upload).
-fn max_chunk(uploads: bool, streams_bases_over_device_scalars: bool) -> usize {
+fn max_chunk(uploads: bool) -> usize {
     let log = |var: &str| std::env::var(var).ok().and_then(|v| v.trim().parse::<u32>().ok()).map(|l| l.clamp(10, 30));
     match (log("CUZK_MSM_MAX_CHUNK_LOG"), log("CUZK_MSM_UPLOAD_CHUNK_LOG")) {
         (Some(l), _) => 1 << l,
         (None, Some(l)) if uploads => 1 << l,
-        (None, _) if uploads && streams_bases_over_device_scalars => 1 << 24,
         (None, _) if uploads => 1 << 22,
         (None, _) => 1 << 31,
     }
@@ -479,7 +471,7 @@ pub(crate) fn plan_with<C: Curve>(
     derived: Option<bool>,
 ) -> Result<MsmPlan, usize> {
     let uploads = !(sum_only || device_scalars) || source != (PointSource::Resident { indexed: false });
-    let mut m = n.clamp(1, max_chunk(uploads, device_scalars && source == PointSource::Streamed));
+    let mut m = n.clamp(1, max_chunk(uploads));
     let sw = plan_switches();
     loop {
         let c = window_for(m, window, sw.wide_window);
@@ -963,8 +955,8 @@ fn choose_source<C: Curve>(
     let budget = gpu.counters().budget;
     let cached = gpu.resident.lock().unwrap().bytes();
     let full_chunk = Layout::new::<C>(
-        n.clamp(1, max_chunk(true, false)),
-        window_bits(n.clamp(1, max_chunk(true, false))),
+        n.clamp(1, max_chunk(true)),
+        window_bits(n.clamp(1, max_chunk(true))),
         resident,
         sum_only,
         0,
@@ -1364,11 +1356,7 @@ mod tests {
             assert_eq!(one.c, 16);
         }
         let host = plan_with::<G1>(n, res, false, false, usize::MAX, None, None, None).unwrap();
-        let streamed = plan_with::<G1>(n, PointSource::Streamed, false, true, usize::MAX, None, None, None).unwrap();
-        if std::env::var_os("CUZK_MSM_UPLOAD_CHUNK_LOG").is_none() && std::env::var_os("CUZK_MSM_MAX_CHUNK_LOG").is_none() {
-            assert_eq!(host.chunk, 1 << 22, "host scalars: upload-sized chunks");
-            assert_eq!(streamed.chunk, 1 << 24, "device scalars over streamed bases: chunks of 2^24");
-        }
+        assert_eq!(host.chunk, 1 << 22);
         let tight = plan_with::<G1>(n, res, false, true, one.work_bytes / 3, None, None, None).unwrap();
         assert!(tight.chunks > 1 && tight.work_bytes <= one.work_bytes / 3);
         let idx = PointSource::Resident { indexed: true };
