@@ -150,6 +150,9 @@ struct PlanSwitches {
     derived_keys: bool,
     /// The window of chunks of 2^WIDE_MIN_LOG points or more.
     wide_window: Option<u32>,
+    /// `CUZK_MSM_MAX_CHUNK_LOG` and `CUZK_MSM_UPLOAD_CHUNK_LOG` (10 to 30), for [`max_chunk`].
+    max_chunk_log: Option<u32>,
+    upload_chunk_log: Option<u32>,
 }
 
 /// The window of a chunk of m points: `forced` when given, else `wide` for chunks of
@@ -169,6 +172,8 @@ fn plan_switches() -> PlanSwitches {
         levels: var("CUZK_MSM_BATCH_LEVELS").unwrap_or(BATCH_LEVELS),
         derived_keys: var("CUZK_MSM_DERIVED_KEYS").map_or(DERIVED_KEYS, |v| v != 0),
         wide_window: var("CUZK_MSM_WIDE_WINDOW"),
+        max_chunk_log: var("CUZK_MSM_MAX_CHUNK_LOG").map(|l| l.clamp(10, 30)),
+        upload_chunk_log: var("CUZK_MSM_UPLOAD_CHUNK_LOG").map(|l| l.clamp(10, 30)),
     }
 }
 
@@ -259,9 +264,8 @@ impl BaLayout {
 /// CUZK_MSM_MAX_CHUNK_LOG sets every call's chunk when set (up to what the budget holds);
 /// otherwise CUZK_MSM_UPLOAD_CHUNK_LOG sets the chunk of the calls that upload (fewer chunk
 /// boundaries against a longer first upload).
-fn max_chunk(uploads: bool) -> usize {
-    let log = |var: &str| std::env::var(var).ok().and_then(|v| v.trim().parse::<u32>().ok()).map(|l| l.clamp(10, 30));
-    match (log("CUZK_MSM_MAX_CHUNK_LOG"), log("CUZK_MSM_UPLOAD_CHUNK_LOG")) {
+fn max_chunk(uploads: bool, sw: &PlanSwitches) -> usize {
+    match (sw.max_chunk_log, sw.upload_chunk_log) {
         (Some(l), _) => 1 << l,
         (None, Some(l)) if uploads => 1 << l,
         (None, _) if uploads => 1 << 22,
@@ -471,8 +475,8 @@ pub(crate) fn plan_with<C: Curve>(
     derived: Option<bool>,
 ) -> Result<MsmPlan, usize> {
     let uploads = !(sum_only || device_scalars) || source != (PointSource::Resident { indexed: false });
-    let mut m = n.clamp(1, max_chunk(uploads));
     let sw = plan_switches();
+    let mut m = n.clamp(1, max_chunk(uploads, &sw));
     loop {
         let c = window_for(m, window, sw.wide_window);
         let levels =
@@ -954,9 +958,10 @@ fn choose_source<C: Curve>(
     let size = resident_size::<C>(bases.len());
     let budget = gpu.counters().budget;
     let cached = gpu.resident.lock().unwrap().bytes();
+    let chunk = n.clamp(1, max_chunk(true, &plan_switches()));
     let full_chunk = Layout::new::<C>(
-        n.clamp(1, max_chunk(true)),
-        window_bits(n.clamp(1, max_chunk(true))),
+        chunk,
+        window_bits(chunk),
         resident,
         sum_only,
         0,
