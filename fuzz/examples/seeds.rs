@@ -345,7 +345,7 @@ fn config_seeds() {
         "[dbus]\nbus = \"none\"\n[log]\ntarget = \"stderr\"\nlevel = \"info,cuzk_engine=debug\"\n",
         "[engine]\nmax_queued_jobs = 5\nmax_spool_bytes = 1048576\nsynthesis_workers = 2\nhost_memory_budget_bytes = 1073741824\nresult_ttl_secs = 60\nmax_attempts = 3\n",
         "[daemon]\ndrain_timeout_secs = 604800\nmax_message_bytes = 4194304\nmax_concurrent_streams = 1\n",
-        "[gpus]\npinned_memory_budget_bytes = 67108864\nbackend = \"gpu\"\ndevices = [{ ordinal = 1023, workers = 0 }, { ordinal = 0 }]\n",
+        "[gpus]\npinned_memory_budget_bytes = 134217728\nbackend = \"gpu\"\ndevices = [{ ordinal = 1023, workers = 0 }, { ordinal = 0 }]\n",
         "[daemon]\nlisten = \"10.0.0.1:9820\"\n[daemon.tcp]\ntls_cert = \"/c.pem\"\ntls_key = \"/k.pem\"\ntls_client_ca = \"/ca.pem\"\ntoken_file = \"/t\"\n",
         "[daemon]\nlisten = \"unix:///run/cuzk/cuzk.sock\"\n",
     ];

@@ -83,22 +83,29 @@ impl Default for VramBudget {
     }
 }
 
-/// Bytes of each of the two pinned staging buffers that uploads and downloads go through.
+/// Bytes of each pinned staging buffer: two that uploads go through, two for downloads.
 const STAGE_BYTES: usize = 32 << 20;
 
-/// One opened GPU: its context, a compute stream and a copy stream ordered by events, the
-/// loaded kernels, the VRAM arena, the pinned host pool (with two staging buffers that every
-/// transfer goes through) and the cache of device-resident base arrays. Operations take
-/// `enter()` for their kernel region, so several callers can share it.
+/// The pinned pool's least budget: the four staging buffers.
+pub const MIN_PINNED_BUDGET: usize = 4 * STAGE_BYTES;
+
+/// One opened GPU: its context, a compute stream, a copy stream for uploads and one for
+/// downloads, ordered by events (an upload and a download can run at once: PCIe is full
+/// duplex), the loaded kernels, the VRAM arena, the pinned host pool (with the two upload
+/// and two download staging buffers that every transfer goes through) and the cache of
+/// device-resident base arrays. Operations take `enter()` for their kernel region, so
+/// several callers can share it.
 pub struct Gpu {
     info: DeviceInfo,
     ctx: Arc<CudaContext>,
     stream: Arc<CudaStream>,
     copy: Arc<CudaStream>,
+    down: Arc<CudaStream>,
     pub(crate) kernels: Kernels,
     arena: VramArena,
     pinned: PinnedPool,
     staging: Mutex<Option<[StageSlot; 2]>>,
+    down_staging: Mutex<Option<[StageSlot; 2]>>,
     pub(crate) resident: Mutex<ResidentCache>,
     pub(crate) lock: DeviceLock,
     timings: Mutex<OpTimings>,
@@ -212,8 +219,8 @@ impl Gpu {
         Self::open_with(ordinal, budget, DEFAULT_PINNED_BUDGET)
     }
 
-    /// As [`Gpu::open`] with a pinned host memory budget in bytes (at least the two 32 MiB
-    /// staging buffers).
+    /// As [`Gpu::open`] with a pinned host memory budget in bytes (at least
+    /// [`MIN_PINNED_BUDGET`], the four 32 MiB staging buffers).
     pub fn open_with(
         ordinal: usize,
         budget: VramBudget,
@@ -231,6 +238,7 @@ impl Gpu {
         let ctx = CudaContext::new(ordinal).map_err(driver("cuDevicePrimaryCtxRetain"))?;
         let stream = ctx.new_stream().map_err(driver("cuStreamCreate"))?;
         let copy = ctx.new_stream().map_err(driver("cuStreamCreate"))?;
+        let down = ctx.new_stream().map_err(driver("cuStreamCreate"))?;
         let kernels = Kernels::load()?;
         let (free, _total) = ctx.mem_get_info().map_err(driver("cuMemGetInfo"))?;
         let budget = match budget {
@@ -238,16 +246,18 @@ impl Gpu {
             VramBudget::FractionOfFree(f) => (free as f64 * f.clamp(0.0, 1.0)) as usize,
         };
         let arena = VramArena::new(ctx.clone(), budget);
-        let pinned = PinnedPool::new(ctx.clone(), pinned_budget.max(2 * STAGE_BYTES));
+        let pinned = PinnedPool::new(ctx.clone(), pinned_budget.max(MIN_PINNED_BUDGET));
         Ok(Gpu {
             info,
             ctx,
             stream,
             copy,
+            down,
             kernels,
             arena,
             pinned,
             staging: Mutex::new(None),
+            down_staging: Mutex::new(None),
             resident: Mutex::new(ResidentCache::default()),
             lock: DeviceLock::new(),
             timings: Mutex::default(),
@@ -387,6 +397,7 @@ impl Gpu {
         let _g = self.enter()?;
         self.resident.lock().unwrap().clear();
         *self.staging.lock().unwrap() = None;
+        *self.down_staging.lock().unwrap() = None;
         self.pinned.trim();
         Ok(())
     }
@@ -428,11 +439,18 @@ impl Gpu {
         &self.copy
     }
 
+    /// Binds the context to the calling thread (for a thread that does not [`Gpu::enter`],
+    /// such as the download side of [`Gpu::download_while_uploading`]).
+    pub(crate) fn bind(&self) -> Result<(), GpuError> {
+        self.ctx.bind_to_thread().map_err(driver("cuCtxSetCurrent"))
+    }
+
     fn with_staging<R>(
         &self,
+        cell: &Mutex<Option<[StageSlot; 2]>>,
         f: impl FnOnce(&mut [StageSlot; 2]) -> Result<R, GpuError>,
     ) -> Result<R, GpuError> {
-        let mut st = self.staging.lock().unwrap();
+        let mut st = cell.lock().unwrap();
         if st.is_none() {
             let slot = || -> Result<StageSlot, GpuError> {
                 Ok(StageSlot {
@@ -469,7 +487,7 @@ impl Gpu {
         let elem = std::mem::size_of::<T>();
         let per = STAGE_BYTES / elem;
         let task = (FILL_TASK_BYTES / elem).max(1);
-        self.with_staging(|slots| {
+        self.with_staging(&self.staging, |slots| {
             for (k, start) in (0..len).step_by(per).enumerate() {
                 let slot = &mut slots[k % 2];
                 if slot.busy {
@@ -519,8 +537,9 @@ impl Gpu {
     }
 
     /// Copies `dst.len()` elements from device address `src` into `dst` once the compute
-    /// stream's queued work is done: on the copy stream into one pinned staging buffer while
-    /// the host copies the other one out (double-buffered).
+    /// stream's queued work is done: on the download stream into one of its pinned staging
+    /// buffers while the host copies the other one out (double-buffered). Returns once the
+    /// elements are in `dst`.
     pub(crate) fn download_to<T: Copy + Send + Sync>(
         &self,
         dst: &mut [T],
@@ -531,12 +550,12 @@ impl Gpu {
         }
         let ready = Event::new(false)?;
         ready.record(&self.stream)?;
-        ready.wait_in(&self.copy)?;
+        ready.wait_in(&self.down)?;
         let elem = std::mem::size_of::<T>();
         let per = STAGE_BYTES / elem;
         let task = (FILL_TASK_BYTES / elem).max(1);
         let len = dst.len();
-        self.with_staging(|slots| {
+        self.with_staging(&self.down_staging, |slots| {
             let mut pending: [Option<(usize, usize)>; 2] = [None, None];
             let drain = |slot: &mut StageSlot,
                          p: &mut Option<(usize, usize)>,
@@ -570,11 +589,11 @@ impl Gpu {
                     result::memcpy_dtoh_async(
                         buf,
                         src + (start * elem) as u64,
-                        self.copy.cu_stream(),
+                        self.down.cu_stream(),
                     )
                 }
                 .map_err(driver("cuMemcpyDtoHAsync"))?;
-                slot.done.record(&self.copy)?;
+                slot.done.record(&self.down)?;
                 slot.busy = true;
                 pending[i] = Some((start, count));
             }
@@ -584,6 +603,27 @@ impl Gpu {
                 drain(&mut slots[i], &mut pending[i], dst)?;
             }
             Ok(())
+        })
+    }
+
+    /// [`Gpu::download_to`] of `dst` from device address `src` on a thread of its own while
+    /// this thread runs `upload` (an upload on the copy stream), so that PCIe carries both
+    /// directions at once. Returns once both are done, with the upload's error first; a
+    /// panic on the download's thread is raised again here.
+    pub(crate) fn download_while_uploading<T: Copy + Send + Sync>(
+        &self,
+        dst: &mut [T],
+        src: u64,
+        upload: impl FnOnce() -> Result<(), GpuError>,
+    ) -> Result<(), GpuError> {
+        std::thread::scope(|s| {
+            let down = s.spawn(|| {
+                self.bind()?;
+                self.download_to(dst, src)
+            });
+            let up = upload();
+            let down = down.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
+            up.and(down)
         })
     }
 
@@ -645,12 +685,15 @@ impl Gpu {
         .map_err(driver("cuLaunchKernel"))
     }
 
-    /// Waits for both streams; reports any fault of the kernels launched before.
+    /// Waits for the three streams; reports any fault of the kernels launched before.
     pub(crate) fn sync(&self) -> Result<(), GpuError> {
         self.stream
             .synchronize()
             .map_err(driver("cuStreamSynchronize"))?;
         self.copy
+            .synchronize()
+            .map_err(driver("cuStreamSynchronize"))?;
+        self.down
             .synchronize()
             .map_err(driver("cuStreamSynchronize"))
     }
@@ -742,6 +785,7 @@ impl Drop for Gpu {
         if self.ctx.bind_to_thread().is_ok() {
             let _ = self.stream.synchronize();
             let _ = self.copy.synchronize();
+            let _ = self.down.synchronize();
         }
     }
 }

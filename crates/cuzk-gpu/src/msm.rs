@@ -260,14 +260,22 @@ impl BaLayout {
 /// host, streamed bases or an index array) takes at most 2^22 points, so that chunk k + 1
 /// goes up while chunk k computes. A call that uploads nothing (scalars on the device,
 /// bases resident and not indexed: the H MSM) is one pass when the budget holds it, since
-/// there is nothing to overlap. Measurement switches, read at every call (10 to 30):
-/// CUZK_MSM_MAX_CHUNK_LOG sets every call's chunk when set (up to what the budget holds);
-/// otherwise CUZK_MSM_UPLOAD_CHUNK_LOG sets the chunk of the calls that upload (fewer chunk
+/// there is nothing to overlap. A call that streams its bases over scalars already on the
+/// device (the H MSM when the budget does not hold its bases: a 16 GB card) takes 2^24:
+/// each chunk pays its own carries and window reduction (178 ms of the 2^27 H MSM's 1234
+/// in chunks of 2^22), and its base uploads stay overlapped. Measured on the H200
+/// (bench/NOTES.md, 2026-12-04, fourth session, `CUZK_MSM_UPLOAD_CHUNK_LOG=24` in the same
+/// run): that call took 1189 ms against 1256 (kernels 1140 against 1234), while the same
+/// switch made L/A/B, which upload their scalars, slower (645 against 612 ms), so they keep
+/// 2^22. Measurement switches, read once per call (10 to 30): CUZK_MSM_MAX_CHUNK_LOG sets
+/// every call's chunk when set (up to what the budget holds); otherwise
+/// CUZK_MSM_UPLOAD_CHUNK_LOG sets the chunk of all calls that upload (fewer chunk
 /// boundaries against a longer first upload).
-fn max_chunk(uploads: bool, sw: &PlanSwitches) -> usize {
+fn max_chunk(uploads: bool, streams_over_device_scalars: bool, sw: &PlanSwitches) -> usize {
     match (sw.max_chunk_log, sw.upload_chunk_log) {
         (Some(l), _) => 1 << l,
         (None, Some(l)) if uploads => 1 << l,
+        (None, _) if uploads && streams_over_device_scalars => 1 << 24,
         (None, _) if uploads => 1 << 22,
         (None, _) => 1 << 31,
     }
@@ -476,7 +484,7 @@ pub(crate) fn plan_with<C: Curve>(
 ) -> Result<MsmPlan, usize> {
     let uploads = !(sum_only || device_scalars) || source != (PointSource::Resident { indexed: false });
     let sw = plan_switches();
-    let mut m = n.clamp(1, max_chunk(uploads, &sw));
+    let mut m = n.clamp(1, max_chunk(uploads, device_scalars && source == PointSource::Streamed, &sw));
     loop {
         let c = window_for(m, window, sw.wide_window);
         let levels =
@@ -958,7 +966,7 @@ fn choose_source<C: Curve>(
     let size = resident_size::<C>(bases.len());
     let budget = gpu.counters().budget;
     let cached = gpu.resident.lock().unwrap().bytes();
-    let chunk = n.clamp(1, max_chunk(true, &plan_switches()));
+    let chunk = n.clamp(1, max_chunk(true, false, &plan_switches()));
     let full_chunk = Layout::new::<C>(
         chunk,
         window_bits(chunk),
@@ -1361,7 +1369,11 @@ mod tests {
             assert_eq!(one.c, 16);
         }
         let host = plan_with::<G1>(n, res, false, false, usize::MAX, None, None, None).unwrap();
-        assert_eq!(host.chunk, 1 << 22);
+        assert_eq!(host.chunk, 1 << 22, "host scalars: upload-sized chunks");
+        let streamed = plan_with::<G1>(n, PointSource::Streamed, false, true, usize::MAX, None, None, None).unwrap();
+        assert_eq!(streamed.chunk, 1 << 24, "device scalars over streamed bases: chunks of 2^24");
+        let streamed_host = plan_with::<G1>(n, PointSource::Streamed, false, false, usize::MAX, None, None, None).unwrap();
+        assert_eq!(streamed_host.chunk, 1 << 22, "host scalars over streamed bases keep 2^22");
         let tight = plan_with::<G1>(n, res, false, true, one.work_bytes / 3, None, None, None).unwrap();
         assert!(tight.chunks > 1 && tight.work_bytes <= one.work_bytes / 3);
         let idx = PointSource::Resident { indexed: true };

@@ -346,6 +346,12 @@ pub(crate) fn ntt(
 /// [`h_on_device`] does. PCIe carries 7n elements (28 GiB at 2^27) against the host
 /// path's 18n (each NTT up and back, the quotient's a, b, c up and a back); device bytes:
 /// [`ntt_bytes`] and one element.
+///
+/// Each download (b's transform, then c's) runs beside the next polynomial's upload (c,
+/// then a) into the other buffer, which then serves as the values and the first as the
+/// scratch: PCIe is full duplex, so two of the 4n-element legs take the time of one.
+/// Measurement switch: CUZK_GPU_LEAN_OVERLAP=0 downloads first and uploads after, into
+/// the same buffer, as before.
 pub(crate) fn h_on_device_lean(
     gpu: &Gpu,
     a: &[Scalar],
@@ -355,6 +361,7 @@ pub(crate) fn h_on_device_lean(
 ) -> Result<DeviceBuffer, GpuError> {
     let n = 1usize << log_n;
     assert!(a.len() <= n && b.len() == a.len() && c.len() == a.len() && log_n >= 1);
+    let overlap = !std::env::var("CUZK_GPU_LEAN_OVERLAP").is_ok_and(|v| v == "0");
     let _region = gpu.enter()?;
     gpu.check_cancel()?;
     let t0 = Instant::now();
@@ -375,27 +382,53 @@ pub(crate) fn h_on_device_lean(
     kstart.record(gpu.stream())?;
     let mut upload = std::time::Duration::ZERO;
     let mut download = std::time::Duration::ZERO;
-    // The two forward transforms of one polynomial, into x.
-    let mut transform = |v: &[Scalar], x: &mut DeviceBuffer, scratch: &mut DeviceBuffer| -> Result<(), GpuError> {
-        gpu.memset_bytes(x.ptr() + (v.len() * FR_BYTES) as u64, (n - v.len()) * FR_BYTES, 0)?;
-        let tu = Instant::now();
-        gpu.upload_slice(x, v, None)?;
-        upload += tu.elapsed();
+    // Zeroes the tail of `into` past `v` and uploads `v` (after `free`, when given).
+    let put = |v: &[Scalar], into: &DeviceBuffer, free: Option<&Event>| -> Result<(), GpuError> {
+        gpu.memset_bytes(into.ptr() + (v.len() * FR_BYTES) as u64, (n - v.len()) * FR_BYTES, 0)?;
+        gpu.upload_slice(into, v, free)
+    };
+    // The two forward transforms of the polynomial in x.
+    let transforms = |x: &mut DeviceBuffer, scratch: &mut DeviceBuffer| -> Result<(), GpuError> {
         twiddles(gpu, root_inv, log_n, &tw)?;
         run_passes(gpu, x, scratch, tw.ptr(), log_n, inv.0.as_ref(), inv.1.as_ref())?;
         twiddles(gpu, root, log_n, &tw)?;
         run_passes(gpu, x, scratch, tw.ptr(), log_n, fwd.0.as_ref(), fwd.1.as_ref())
     };
-    for v in [&mut *b, &mut *c] {
+    let tu = Instant::now();
+    put(&b[..], &x, None)?;
+    upload += tu.elapsed();
+    transforms(&mut x, &mut scratch)?;
+    // x's transform comes back into `done` while `next` goes up (into scratch when
+    // overlapped), then next's transforms are queued in x.
+    let mut exchange = |done: &mut Vec<Scalar>, next: &[Scalar]| -> Result<(), GpuError> {
         gpu.check_cancel()?;
-        transform(&v[..], &mut x, &mut scratch)?;
-        v.resize(n, Scalar::ZERO);
-        let td = Instant::now();
-        gpu.download_to(&mut v[..], x.ptr())?;
-        download += td.elapsed();
-    }
-    gpu.check_cancel()?;
-    transform(a, &mut x, &mut scratch)?;
+        done.resize(n, Scalar::ZERO);
+        let t = Instant::now();
+        if overlap {
+            // The copy stream writes scratch once the compute stream is done with it.
+            let free = Event::new(false)?;
+            free.record(gpu.stream())?;
+            let mut up = std::time::Duration::ZERO;
+            gpu.download_while_uploading(&mut done[..], x.ptr(), || {
+                let tu = Instant::now();
+                let r = put(next, &scratch, Some(&free));
+                up = tu.elapsed();
+                r
+            })?;
+            upload += up;
+            download += t.elapsed().saturating_sub(up);
+            std::mem::swap(&mut x, &mut scratch);
+        } else {
+            gpu.download_to(&mut done[..], x.ptr())?;
+            download += t.elapsed();
+            let tu = Instant::now();
+            put(next, &x, None)?;
+            upload += tu.elapsed();
+        }
+        transforms(&mut x, &mut scratch)
+    };
+    exchange(b, &c[..])?;
+    exchange(c, a)?;
     // The quotient over halves: b's and c's half side by side in the scratch buffer.
     let half = n / 2;
     for lo in [0, half] {

@@ -106,8 +106,8 @@ pub struct GpusConfig {
     /// Device memory each GPU's arena may hold, bytes; unset: 90% of what is free when
     /// cuzkd starts.
     pub vram_budget_bytes: Option<u64>,
-    /// Page-locked host memory each GPU's transfer pool may hold, bytes (at least the two
-    /// 32 MiB staging buffers); unset: cuzk-gpu's default, 256 MiB.
+    /// Page-locked host memory each GPU's transfer pool may hold, bytes (at least the four
+    /// 32 MiB staging buffers, 128 MiB); unset: cuzk-gpu's default, 256 MiB.
     pub pinned_memory_budget_bytes: Option<u64>,
 }
 
@@ -223,7 +223,7 @@ pub const NUMERIC_BOUNDS: [(&str, u64, u64); 17] = [
     ("[daemon] drain_timeout_secs", 0, 7 * 86400),
     ("[gpus] gpu_workers_per_device", 1, 64),
     ("[gpus] vram_budget_bytes", 1, 1 << 48),
-    ("[gpus] pinned_memory_budget_bytes", 64 << 20, 1 << 42),
+    ("[gpus] pinned_memory_budget_bytes", cuzk_gpu::device::MIN_PINNED_BUDGET as u64, 1 << 42),
     ("[gpus] devices: ordinal", 0, 1023),
     ("[gpus] devices: vram_budget_bytes", 1, 1 << 48),
     ("[gpus] devices: workers", 0, 64),
@@ -382,9 +382,10 @@ impl Config {
         if g.vram_budget_bytes == Some(0) {
             return Err(invalid("[gpus] vram_budget_bytes = 0".into()));
         }
-        if let Some(b) = g.pinned_memory_budget_bytes.filter(|&b| b < 64 << 20) {
+        if let Some(b) = g.pinned_memory_budget_bytes.filter(|&b| b < cuzk_gpu::device::MIN_PINNED_BUDGET as u64) {
             return Err(invalid(format!(
-                "[gpus] pinned_memory_budget_bytes = {b} is below 64 MiB, the two staging buffers every transfer goes through"
+                "[gpus] pinned_memory_budget_bytes = {b} is below {} MiB, the four staging buffers every transfer goes through (two for uploads, two for downloads)",
+                cuzk_gpu::device::MIN_PINNED_BUDGET >> 20
             )));
         }
         if g.backend != BackendChoice::Cpu && g.plan().iter().all(|p| p.workers == 0) {
@@ -614,7 +615,7 @@ mod tests {
         );
         assert_eq!(Config::default().gpus.plan(), [GpuPlan { ordinal: 0, vram_budget_bytes: None, workers: 1 }]);
         let e = Config::parse("[gpus]\npinned_memory_budget_bytes = 1000\n", "t.toml").unwrap_err();
-        assert!(e.to_string().contains("below 64 MiB"), "{e}");
+        assert!(e.to_string().contains("below 128 MiB"), "{e}");
         let e = Config::parse("[gpus]\ndevices = [2, { ordinal = 2 }]\n", "t.toml").unwrap_err();
         assert!(e.to_string().contains("GPU 2 twice"), "{e}");
         let e = Config::parse("[gpus]\ndevices = [{ ordinal = 0, vram = 5 }]\n", "t.toml").unwrap_err();
