@@ -42,6 +42,11 @@ pub struct EngineBenchArgs {
     /// Proving workers on each device.
     #[arg(long, default_value_t = 1)]
     pub gpu_workers: usize,
+    /// Each GPU's memory budget: `full` (90% of free memory) or a size such as 14GiB (a
+    /// 16 GB card's) or 22GiB (a 24 GB card's). The run ends with each GPU's arena checked
+    /// back at its baseline (empty) once its caches are released.
+    #[arg(long, default_value = "full")]
+    pub vram_budget: String,
     /// Devices the engine proves on (GPU ordinals 0..N, or N CPU backends); several values
     /// run one after the other in this process, on the same parameters (e.g. 1,2: the
     /// throughput of two GPUs against one, in the same run).
@@ -91,6 +96,17 @@ struct Timeline {
     spans: Mutex<Vec<Span>>,
     /// Every partition's prove() stages, summed, and how many.
     stages: Mutex<(cuzk_groth16::ProveTimings, u32)>,
+    /// With one GPU and one worker on it (so that the GPU's last H step is this
+    /// partition's): that GPU, and each partition's H step as the backend split it.
+    h_gpu: Option<Arc<cuzk_gpu::GpuBackend>>,
+    h_steps: Mutex<Vec<HStepSample>>,
+}
+
+/// One partition's H step: its path, its wall inside prove(), and the backend's split.
+struct HStepSample {
+    path: cuzk_gpu::HStep,
+    wall: Duration,
+    split: cuzk_gpu::HSplit,
 }
 
 impl Timeline {
@@ -207,6 +223,10 @@ impl PreparedJob for ShapeJob {
                 bytes as f64 / (1u64 << 30) as f64,
             );
         });
+        if let Some(g) = &self.timeline.h_gpu {
+            let sample = HStepSample { path: g.last_h_step(), wall: t.ntt_h, split: g.last_h_split() };
+            self.timeline.h_steps.lock().unwrap_or_else(|p| p.into_inner()).push(sample);
+        }
         let mut st = self.timeline.stages.lock().unwrap_or_else(|p| p.into_inner());
         st.0.accumulate(&t);
         st.1 += 1;
@@ -291,14 +311,16 @@ fn load_shape(
 }
 
 pub fn run(args: &EngineBenchArgs) -> Result<()> {
+    let (vram, vram_label) = crate::shape_bench::parse_budget(&args.vram_budget)?.vram();
     println!(
         "engine-bench: {} proofs of {} through the engine, {:?} synthesis worker(s), {} device worker(s), backend \
-         {:?}, {} cores",
+         {:?} (GPU memory budget {}), {} cores",
         args.proofs,
         args.c1.display(),
         args.synthesis_workers,
         args.gpu_workers,
         args.backend,
+        args.vram_budget,
         std::thread::available_parallelism().map_or(1, |n| n.get())
     );
     println!(
@@ -330,7 +352,7 @@ pub fn run(args: &EngineBenchArgs) -> Result<()> {
     let gpus: Vec<Arc<cuzk_gpu::GpuBackend>> = match args.backend {
         crate::shape_bench::ShapeBackend::Gpu => (0..most)
             .map(|i| {
-                cuzk_gpu::GpuBackend::open(i, cuzk_gpu::VramBudget::default())
+                cuzk_gpu::GpuBackend::open(i, vram)
                     .map(Arc::new)
                     .with_context(|| format!("GPU {i} unavailable (--devices asks for {most})"))
             })
@@ -365,7 +387,14 @@ pub fn run(args: &EngineBenchArgs) -> Result<()> {
             footprint as f64 / (1u64 << 30) as f64,
             config.host_memory_budget_bytes / footprint.max(1)
         );
-        let timeline = Arc::new(Timeline { t0: Instant::now(), spans: Mutex::new(Vec::new()), stages: Default::default() });
+        let h_gpu = (ndev == 1 && args.gpu_workers == 1).then(|| gpus.first().cloned()).flatten();
+        let timeline = Arc::new(Timeline {
+            t0: Instant::now(),
+            spans: Mutex::new(Vec::new()),
+            stages: Default::default(),
+            h_gpu,
+            h_steps: Mutex::new(Vec::new()),
+        });
         let runner = Arc::new(ShapeRunner { shapes: shapes.clone(), timeline: timeline.clone() });
         config.urgent_synthesis_workers = args.urgent_lanes.first().copied().unwrap_or(1);
         let engine = Engine::start(config.clone(), runner, devices)?;
@@ -446,6 +475,7 @@ pub fn run(args: &EngineBenchArgs) -> Result<()> {
         if let (Some(runs), Some(alone)) = (&urgent_runs, standalone) {
             print_urgent(&all, runs, alone);
         }
+        print_h_steps(&timeline.h_steps.lock().unwrap_or_else(|p| p.into_inner()));
         let (st, n) = *timeline.stages.lock().unwrap_or_else(|p| p.into_inner());
         if n > 0 {
             let avg = |d: Duration| d.as_secs_f64() / n as f64;
@@ -490,7 +520,53 @@ pub fn run(args: &EngineBenchArgs) -> Result<()> {
     }
     }
     print_throughput(&steady_by_run);
+    for (i, g) in gpus.iter().enumerate() {
+        g.release_caches()?;
+        let c = g.arena_counters();
+        println!("gpu{i} (budget {vram_label}) after release: arena {} bytes in {} buffers (baseline 0)", c.in_use, c.buffers);
+        if c.in_use != 0 {
+            bail!("gpu{i}: the arena is not back at its baseline: {} bytes held", c.in_use);
+        }
+    }
     Ok(())
+}
+
+/// The H step of each partition as the GPU backend split it (one GPU, one worker): its wall
+/// inside prove(), the host time handing a, b, c (and the lean path's b and c again) to the
+/// upload stream, the lean path's downloads, and the kernels from the first to the last
+/// (events, waits for uploads included); then their averages.
+fn print_h_steps(samples: &[HStepSample]) {
+    if samples.is_empty() {
+        return;
+    }
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    println!("  H step of each partition on the GPU (path: wall in prove() = upload + download + the rest; kernels):");
+    let mut sum = [0.0f64; 4];
+    for (i, h) in samples.iter().enumerate() {
+        let st = &h.split.step;
+        let row = [ms(h.wall), ms(st.upload), ms(st.download), ms(st.kernels)];
+        for (s, v) in sum.iter_mut().zip(row) {
+            *s += v;
+        }
+        println!(
+            "    {i:>3} {:?}: wall {:.1} ms = upload {:.1} + download {:.1} + rest {:.1} ms; kernels {:.1} ms",
+            h.path,
+            row[0],
+            row[1],
+            row[2],
+            (row[0] - row[1] - row[2]).max(0.0),
+            row[3]
+        );
+    }
+    let n = samples.len() as f64;
+    println!(
+        "    average of {}: wall {:.1} ms, upload {:.1}, download {:.1}, kernels {:.1} ms",
+        samples.len(),
+        sum[0] / n,
+        sum[1] / n,
+        sum[2] / n,
+        sum[3] / n
+    );
 }
 
 /// Throughput of each device count against the first one's, per synthesis worker count

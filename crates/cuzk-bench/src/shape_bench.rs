@@ -77,12 +77,23 @@ fn goal(shape: &str, budget: &Budget) -> Option<f64> {
     })
 }
 
-enum Budget {
+pub(crate) enum Budget {
     Full,
     Bytes(usize),
 }
 
-fn parse_budget(s: &str) -> Result<Budget> {
+impl Budget {
+    /// The backend's budget and its label.
+    pub(crate) fn vram(&self) -> (VramBudget, String) {
+        match self {
+            Budget::Full => (VramBudget::default(), "full (90% of free memory)".to_string()),
+            Budget::Bytes(b) => (VramBudget::Bytes(*b), format!("{:.1} GiB", gib(*b))),
+        }
+    }
+}
+
+/// `full` or a size in GiB or MiB.
+pub(crate) fn parse_budget(s: &str) -> Result<Budget> {
     let s = s.trim();
     if s == "full" {
         return Ok(Budget::Full);
@@ -128,13 +139,14 @@ fn measured_mix(c1: &std::path::Path) -> Result<WitnessMix> {
 }
 
 /// The last h_msm call's own split: the H step's kernels (events) and host time uploading
-/// a, b, c; the MSM's kernels, the driver allocation of its workspace, and its uploads.
+/// a, b, c and downloading (the lean path's b and c); the MSM's kernels, the driver allocation of its workspace, and its uploads.
 fn h_msm_split(gpu: &GpuBackend) -> String {
     let t = gpu.last_h_split();
     format!(
-        "H step kernels {:.1} ms, upload {:.1} ms; H MSM kernels {:.1} ms, workspace alloc {:.1} ms, upload {:.1} ms",
+        "H step kernels {:.1} ms, upload {:.1} ms, download {:.1} ms; H MSM kernels {:.1} ms, workspace alloc {:.1} ms, upload {:.1} ms",
         ms(t.step.kernels),
         ms(t.step.upload),
+        ms(t.step.download),
         ms(t.msm.kernels),
         ms(t.msm.alloc),
         ms(t.msm.upload)
@@ -311,10 +323,7 @@ fn gpu_budget(
     blinding: (Scalar, Scalar),
     reference: Option<&cuzk_groth16::Proof>,
 ) -> Result<()> {
-    let (vb, label) = match budget {
-        Budget::Full => (VramBudget::default(), "full (90% of free memory)".to_string()),
-        Budget::Bytes(b) => (VramBudget::Bytes(*b), format!("{:.1} GiB", gib(*b))),
-    };
+    let (vb, label) = budget.vram();
     let gpu = GpuBackend::open(0, vb).context("GPU backend unavailable")?;
     let (free0, total) = gpu.mem_info()?;
     let fp = gpu.plan_footprint(&srs.shape_of());

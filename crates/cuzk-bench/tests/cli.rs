@@ -194,6 +194,8 @@ fn engine_bench_runs_a_shape_only_job_through_the_engine_and_refuses_real_inputs
     for part in ["on cpu0", "on cpu1", "device cpu0: 1 partitions", "device cpu1: 1 partitions", "2 device(s) against 1: steady state per proof"] {
         assert!(two.contains(part), "no {part:?} in the two-device run:\n{stdout}");
     }
+    let o = bench(&["engine-bench", "--c1", s(&c1), "--backend", "cpu", "--vram-budget", "14"]);
+    assert!(!o.status.success() && stderr(&o).contains("give `full` or a size in GiB or MiB"), "{}", stderr(&o));
     let o = bench(&["engine-bench", "--c1", s(&c1), "--backend", "cpu", "--devices", "0"]);
     assert!(!o.status.success() && stderr(&o).contains("0 devices cannot prove"), "{}", stderr(&o));
     let o = bench(&["engine-bench", "--c1", s(&f.c1_path()), "--backend", "cpu"]);
