@@ -341,7 +341,7 @@ impl CompiledCircuit {
         assert_eq!((inputs.len(), aux.len()), (self.num_inputs, self.num_aux));
         let n = self.num_constraints();
         let first_bad = AtomicUsize::new(usize::MAX);
-        let [a, b, c] = par_build_n(&[n], |_, rows| {
+        let [a, b, c] = par_build_n(&[n], crate::hugepages::domain_capacity(n), |_, rows| {
             let whole = Whole { inputs: &inputs, aux: &aux };
             assert!(self.eval_rows(0, &whole, rows, &first_bad), "the whole circuit holds every column");
         });
@@ -364,15 +364,17 @@ impl CompiledCircuit {
     }
 }
 
-/// Vectors of total length `lens.iter().sum()` whose parts, of lengths `lens` in order, are
-/// written by `fill(part, slices)` in parallel, without filling them first. `fill` must
-/// write every element of its slices (checked: the vectors are not handed out otherwise).
+/// Vectors of total length `lens.iter().sum()` (and at least `capacity` of room) whose
+/// parts, of lengths `lens` in order, are written by `fill(part, slices)` in parallel,
+/// without filling them first. `fill` must write every element of its slices (checked: the
+/// vectors are not handed out otherwise).
 fn par_build_n<T: Copy + Send + Sync, const N: usize>(
     lens: &[usize],
+    capacity: usize,
     fill: impl Fn(usize, [&mut [std::mem::MaybeUninit<T>]; N]) + Sync,
 ) -> [Vec<T>; N] {
     let total: usize = lens.iter().sum();
-    let mut out: [Vec<T>; N] = std::array::from_fn(|_| crate::hugepages::vec_with_capacity(total));
+    let mut out: [Vec<T>; N] = std::array::from_fn(|_| crate::hugepages::vec_with_capacity(total.max(capacity)));
     {
         let mut parts: Vec<[&mut [std::mem::MaybeUninit<T>]; N]> = Vec::with_capacity(lens.len());
         let mut rest: [&mut [std::mem::MaybeUninit<T>]; N] = {
@@ -399,7 +401,7 @@ fn par_build_n<T: Copy + Send + Sync, const N: usize>(
 }
 
 fn par_build<T: Copy + Send + Sync>(lens: &[usize], fill: impl Fn(usize, &mut [std::mem::MaybeUninit<T>]) + Sync) -> Vec<T> {
-    let [v] = par_build_n(lens, |k, [s]| fill(k, s));
+    let [v] = par_build_n(lens, 0, |k, [s]| fill(k, s));
     v
 }
 
@@ -1057,7 +1059,8 @@ fn witness_in_place<C: Circuit<Scalar> + Send>(
     let to = layout.offsets();
     let mut inputs: Vec<Scalar> = Vec::with_capacity(ni);
     let mut aux: Vec<Scalar> = vec_with_capacity(na);
-    let mut abc: [Vec<Scalar>; 3] = std::array::from_fn(|_| vec_with_capacity(n));
+    // Room for the H step's pad to the domain (hugepages::domain_capacity).
+    let mut abc: [Vec<Scalar>; 3] = std::array::from_fn(|_| vec_with_capacity(crate::hugepages::domain_capacity(n)));
     let first_bad = AtomicUsize::new(usize::MAX);
     // Each part's slices of the whole, in order; the input constraints' rows are left.
     type Slices<'a> = (&'a mut [MaybeUninit<Scalar>], &'a mut [MaybeUninit<Scalar>], [&'a mut [MaybeUninit<Scalar>]; 3]);
@@ -1516,9 +1519,18 @@ mod tests {
         let run = |c: &[std::ops::Range<usize>], compiled: &CompiledCircuit| {
             witness_of_parts(cuts(c, 8), Some("piece_"), compiled).unwrap().unwrap()
         };
+        // a, b and c leave room for the H step's pad to the domain, both ways.
+        let room = |w: &PartitionWitness, how: &str| {
+            for (name, v) in [("a", &w.a), ("b", &w.b), ("c", &w.c)] {
+                let want = crate::hugepages::domain_capacity(v.len());
+                assert!(v.capacity() >= want, "{how}: {name} has room for {} of {want}", v.capacity());
+            }
+        };
         let got = run(&split, &compiled);
         assert!(got.timings.in_place, "the recording's split is written in place");
         assert_eq!((&got.witness, got.first_unsatisfied), (&reference, None));
+        room(&got.witness, "in place");
+        room(&phased(cuts(&split, 8), &compiled).witness, "phased");
         assert_eq!(got, CompiledWitness { timings: got.timings, ..phased(cuts(&split, 8), &compiled) });
         for other in [vec![0..2, 2..4, 4..6, 6..7], vec![0..3, 3..7]] {
             let got = run(&other, &compiled);

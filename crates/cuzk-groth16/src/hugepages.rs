@@ -50,6 +50,51 @@ pub fn vec_with_capacity<T>(n: usize) -> Vec<T> {
     v
 }
 
+/// The capacity to give a vector of `len` elements that the H step pads with zeros to the
+/// domain (the next power of two): the pad then stays within the allocation. Growing past
+/// the capacity would move the vector, and one advised onto huge pages cannot be moved by
+/// `mremap` (the advice splits its mapping at the advised range's edges, and mremap refuses
+/// a range over several mappings: `EFAULT`), so the allocator copies it on one thread
+/// instead. On the 2-core build machine (2026-12-04, `cargo run --release -p cuzk-groth16
+/// --example grow_bench`), padding a 32 GiB partition's a that way took 2.9 s (19.5 s with
+/// tests running beside it), against 14 ms within the capacity (bench/NOTES.md).
+pub fn domain_capacity(len: usize) -> usize {
+    len.max(1).next_power_of_two()
+}
+
+/// `v` extended with `zero` to `n` elements. Within its capacity in place; past it, into a
+/// new vector (advised onto huge pages) that the rayon threads fill, and the old one freed
+/// on a thread of its own ([`crate::release::drop_in_background`]): never the allocator's
+/// single-threaded move (see [`domain_capacity`]). Shorter targets leave `v` as it is.
+pub fn grow_zeroed<T: Copy + Send + Sync + 'static>(v: &mut Vec<T>, n: usize, zero: T) {
+    use rayon::prelude::*;
+    if n <= v.len() {
+        return;
+    }
+    if n <= v.capacity() {
+        v.resize(n, zero);
+        return;
+    }
+    let mut grown: Vec<T> = vec_with_capacity(n);
+    {
+        const TASK: usize = 1 << 16;
+        let (head, tail) = grown.spare_capacity_mut()[..n].split_at_mut(v.len());
+        head.par_chunks_mut(TASK).zip(v.par_chunks(TASK)).for_each(|(d, s)| {
+            for (d, s) in d.iter_mut().zip(s) {
+                d.write(*s);
+            }
+        });
+        tail.par_chunks_mut(TASK).for_each(|d| {
+            for d in d {
+                d.write(zero);
+            }
+        });
+    }
+    // SAFETY: the n elements were written above (head from v, the rest with `zero`).
+    unsafe { grown.set_len(n) };
+    crate::release::drop_in_background(std::mem::replace(v, grown));
+}
+
 /// Advises the whole 2 MiB pages inside `v`'s spare capacity onto huge pages (before they
 /// are written: pages already touched stay as they are until the kernel collapses them).
 pub fn advise<T>(v: &mut Vec<T>) {
@@ -84,6 +129,33 @@ fn huge_range(at: usize, bytes: usize) -> Option<(usize, usize)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// grow_zeroed keeps the values and pads with the given value: in place within the
+    /// capacity (the allocation does not move), into a new vector past it, and not at all
+    /// for a target at or below the length; the domain capacity is the next power of two.
+    #[test]
+    fn grow_zeroed_keeps_the_values_and_pads() {
+        assert_eq!((domain_capacity(0), domain_capacity(1), domain_capacity(5), domain_capacity(8)), (1, 1, 8, 8));
+        for len in [0usize, 3, 1000, 3 * HUGE_PAGE / 8 + 5] {
+            let n = domain_capacity(len + 1) * 2;
+            let values = |v: &Vec<u64>| v.iter().copied().collect::<Vec<_>>();
+            let want: Vec<u64> = (0..n as u64).map(|i| if (i as usize) < len { i * 3 + 1 } else { 7 }).collect();
+            // Past the capacity: a new vector.
+            let mut v: Vec<u64> = vec_with_capacity(len);
+            v.extend((0..len as u64).map(|i| i * 3 + 1));
+            v.shrink_to_fit();
+            grow_zeroed(&mut v, n, 7);
+            assert_eq!(values(&v), want, "len {len}, grown past its capacity");
+            // Within it: in place.
+            let mut w: Vec<u64> = vec_with_capacity(n);
+            w.extend((0..len as u64).map(|i| i * 3 + 1));
+            let at = w.as_ptr();
+            grow_zeroed(&mut w, n, 7);
+            assert_eq!((values(&w), w.as_ptr()), (want.clone(), at), "len {len}, within its capacity");
+            grow_zeroed(&mut w, n / 2, 9);
+            assert_eq!(values(&w), want, "a shorter target changes nothing");
+        }
+    }
 
     #[test]
     fn the_advised_range_is_whole_huge_pages_inside_the_allocation() {

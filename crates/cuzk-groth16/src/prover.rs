@@ -357,7 +357,7 @@ pub fn compute_h<B: Backend + ?Sized>(
 ) -> Result<Vec<Scalar>, BackendError> {
     let n = a.len().max(1).next_power_of_two();
     for v in [&mut a, &mut b, &mut c] {
-        v.resize(n, Scalar::ZERO);
+        crate::hugepages::grow_zeroed(v, n, Scalar::ZERO);
         be.ntt(v, NttDirection::Inverse)?;
         be.ntt(v, NttDirection::CosetForward)?;
     }
