@@ -295,7 +295,8 @@ in
       example = literalExpression "64 * 1024 * 1024 * 1024";
       description = ''
         Bytes of page-locked (pinned) host memory each GPU's transfer pool may hold
-        (`[gpus] pinned_memory_budget_bytes`; at least 64 MiB, its two staging buffers).
+        (`[gpus] pinned_memory_budget_bytes`; at least 128 MiB, its four staging buffers:
+        two for uploads, two for downloads).
         All GPUs' pools together must fit in the host memory budget. `null`: the daemon's
         default, 256 MiB per GPU.
       '';
@@ -475,8 +476,8 @@ in
           message = "services.cuzk.pinnedMemoryBudget (${toString cfg.pinnedMemoryBudget} per GPU, ${toString pinnedPools} GPU(s)) exceeds services.cuzk.hostMemoryBudget (${toString cfg.hostMemoryBudget}): pinned memory is part of the host budget.";
         }
         {
-          assertion = cfg.pinnedMemoryBudget == null || cfg.pinnedMemoryBudget >= 64 * 1024 * 1024;
-          message = "services.cuzk.pinnedMemoryBudget (${toString cfg.pinnedMemoryBudget}) is below 64 MiB, the two staging buffers every GPU transfer goes through.";
+          assertion = cfg.pinnedMemoryBudget == null || cfg.pinnedMemoryBudget >= 128 * 1024 * 1024;
+          message = "services.cuzk.pinnedMemoryBudget (${toString cfg.pinnedMemoryBudget}) is below 128 MiB, the four staging buffers every GPU transfer goes through (two for uploads, two for downloads).";
         }
         {
           assertion = (settingAt [ "daemon" "state_dir" ]) == null;
