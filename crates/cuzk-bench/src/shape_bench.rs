@@ -294,6 +294,32 @@ pub fn run(args: &ShapeBenchArgs) -> Result<()> {
     Ok(())
 }
 
+/// A copy of the witness in the memory synthesis gives a real one: a, b and c advised onto
+/// huge pages with room for the domain, aux advised (`cuzk_groth16::hugepages`). A plain
+/// clone is neither, and the prover's host copies and pads behave differently on it (the
+/// lean H step's 7.6 s in the engine against 1.0 s here: bench/NOTES.md, 2026-12-04 fifth
+/// session).
+fn as_synthesized(w: &PartitionWitness) -> PartitionWitness {
+    use cuzk_groth16::hugepages::{domain_capacity, vec_with_capacity};
+    use rayon::prelude::*;
+    let copy = |v: &[Scalar], room: usize| -> Vec<Scalar> {
+        let mut out = vec_with_capacity(room.max(v.len()));
+        out.par_extend(v.par_iter().copied());
+        out
+    };
+    let n = domain_capacity(w.a.len());
+    PartitionWitness {
+        a: copy(&w.a, n),
+        b: copy(&w.b, n),
+        c: copy(&w.c, n),
+        input_assignment: w.input_assignment.clone(),
+        aux_assignment: copy(&w.aux_assignment, 0),
+        a_aux_density: w.a_aux_density.clone(),
+        b_input_density: w.b_input_density.clone(),
+        b_aux_density: w.b_aux_density.clone(),
+    }
+}
+
 fn one_proof(
     be: &dyn Backend,
     srs: &Srs,
@@ -302,7 +328,8 @@ fn one_proof(
     reference: Option<&cuzk_groth16::Proof>,
     label: &str,
 ) -> Result<(Duration, ProveTimings)> {
-    let w = witness.clone();
+    let w = as_synthesized(witness);
+    debug_assert!(w == *witness);
     let t = Instant::now();
     let (proof, timings) = cuzk_groth16::prove(be, srs, w, r, s)?;
     let wall = t.elapsed();
