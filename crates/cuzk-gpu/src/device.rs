@@ -1,4 +1,4 @@
-//! Device discovery and the per-device runtime: context, compute and copy streams, events,
+//! Device discovery and the per-device runtime: context, compute, upload (copy) and download streams, events,
 //! kernels, the VRAM arena, the pinned host pool and staged transfers.
 
 use std::ffi::c_void;
