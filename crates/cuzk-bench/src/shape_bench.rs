@@ -300,13 +300,7 @@ pub fn run(args: &ShapeBenchArgs) -> Result<()> {
 /// lean H step's 7.6 s in the engine against 1.0 s here: bench/NOTES.md, 2026-12-04 fifth
 /// session).
 fn as_synthesized(w: &PartitionWitness) -> PartitionWitness {
-    use cuzk_groth16::hugepages::{domain_capacity, vec_with_capacity};
-    use rayon::prelude::*;
-    let copy = |v: &[Scalar], room: usize| -> Vec<Scalar> {
-        let mut out = vec_with_capacity(room.max(v.len()));
-        out.par_extend(v.par_iter().copied());
-        out
-    };
+    use cuzk_groth16::hugepages::{domain_capacity, par_copy as copy};
     let n = domain_capacity(w.a.len());
     PartitionWitness {
         a: copy(&w.a, n),

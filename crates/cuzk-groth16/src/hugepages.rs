@@ -75,24 +75,18 @@ pub fn grow_zeroed<T: Copy + Send + Sync + 'static>(v: &mut Vec<T>, n: usize, ze
         v.resize(n, zero);
         return;
     }
-    let mut grown: Vec<T> = vec_with_capacity(n);
-    {
-        const TASK: usize = 1 << 16;
-        let (head, tail) = grown.spare_capacity_mut()[..n].split_at_mut(v.len());
-        head.par_chunks_mut(TASK).zip(v.par_chunks(TASK)).for_each(|(d, s)| {
-            for (d, s) in d.iter_mut().zip(s) {
-                d.write(*s);
-            }
-        });
-        tail.par_chunks_mut(TASK).for_each(|d| {
-            for d in d {
-                d.write(zero);
-            }
-        });
-    }
-    // SAFETY: the n elements were written above (head from v, the rest with `zero`).
-    unsafe { grown.set_len(n) };
+    let mut grown = par_copy(v, n);
+    grown.par_extend(rayon::iter::repeat_n(zero, n - v.len()));
     crate::release::drop_in_background(std::mem::replace(v, grown));
+}
+
+/// A copy of `v` made by the rayon threads into a vector advised onto huge pages, with room
+/// for at least `room` elements (as synthesis allocates a witness's vectors).
+pub fn par_copy<T: Copy + Send + Sync>(v: &[T], room: usize) -> Vec<T> {
+    use rayon::prelude::*;
+    let mut out = vec_with_capacity(room.max(v.len()));
+    out.par_extend(v.par_iter().copied());
+    out
 }
 
 /// Advises the whole 2 MiB pages inside `v`'s spare capacity onto huge pages (before they
