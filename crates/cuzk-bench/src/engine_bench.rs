@@ -540,32 +540,34 @@ fn print_h_steps(samples: &[HStepSample]) {
         return;
     }
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
-    println!("  H step of each partition on the GPU (path: wall in prove() = upload + download + the rest; kernels):");
-    let mut sum = [0.0f64; 4];
+    println!("  H step of each partition on the GPU (path: wall in prove() = upload + download + pin + the rest; kernels):");
+    let mut sum = [0.0f64; 5];
     for (i, h) in samples.iter().enumerate() {
         let st = &h.split.step;
-        let row = [ms(h.wall), ms(st.upload), ms(st.download), ms(st.kernels)];
+        let row = [ms(h.wall), ms(st.upload), ms(st.download), ms(st.pin), ms(st.kernels)];
         for (s, v) in sum.iter_mut().zip(row) {
             *s += v;
         }
         println!(
-            "    {i:>3} {:?}: wall {:.1} ms = upload {:.1} + download {:.1} + rest {:.1} ms; kernels {:.1} ms",
+            "    {i:>3} {:?}: wall {:.1} ms = upload {:.1} + download {:.1} + pin {:.1} + rest {:.1} ms; kernels {:.1} ms",
             h.path,
             row[0],
             row[1],
             row[2],
-            (row[0] - row[1] - row[2]).max(0.0),
-            row[3]
+            row[3],
+            (row[0] - row[1] - row[2] - row[3]).max(0.0),
+            row[4]
         );
     }
     let n = samples.len() as f64;
     println!(
-        "    average of {}: wall {:.1} ms, upload {:.1}, download {:.1}, kernels {:.1} ms",
+        "    average of {}: wall {:.1} ms, upload {:.1}, download {:.1}, pin {:.1}, kernels {:.1} ms",
         samples.len(),
         sum[0] / n,
         sum[1] / n,
         sum[2] / n,
-        sum[3] / n
+        sum[3] / n,
+        sum[4] / n
     );
 }
 

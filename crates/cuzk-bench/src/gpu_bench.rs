@@ -201,6 +201,7 @@ pub fn run(args: &GpuBenchArgs) -> Result<()> {
         ("pageable", u.pageable),
         ("pinned", u.pinned),
         ("staged (pageable via pinned pool)", u.staged),
+        ("pageable page-locked in place (pin, DMA, release)", u.pinned_in_place),
     ] {
         emit(
             &mut rows,

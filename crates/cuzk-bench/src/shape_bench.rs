@@ -139,14 +139,16 @@ fn measured_mix(c1: &std::path::Path) -> Result<WitnessMix> {
 }
 
 /// The last h_msm call's own split: the H step's kernels (events) and host time uploading
-/// a, b, c and downloading (the lean path's b and c); the MSM's kernels, the driver allocation of its workspace, and its uploads.
+/// a, b, c, downloading (the lean path's b and c) and page-locking them; the MSM's kernels,
+/// the driver allocation of its workspace, and its uploads.
 fn h_msm_split(gpu: &GpuBackend) -> String {
     let t = gpu.last_h_split();
     format!(
-        "H step kernels {:.1} ms, upload {:.1} ms, download {:.1} ms; H MSM kernels {:.1} ms, workspace alloc {:.1} ms, upload {:.1} ms",
+        "H step kernels {:.1} ms, upload {:.1} ms, download {:.1} ms, pin {:.1} ms; H MSM kernels {:.1} ms, workspace alloc {:.1} ms, upload {:.1} ms",
         ms(t.step.kernels),
         ms(t.step.upload),
         ms(t.step.download),
+        ms(t.step.pin),
         ms(t.msm.kernels),
         ms(t.msm.alloc),
         ms(t.msm.upload)

@@ -163,6 +163,12 @@ impl GpuBackend {
         self.gpu.set_residency(on)
     }
 
+    /// Whether the H step page-locks a, b and c in place for direct DMA (default on; off:
+    /// through the staging buffers, as `CUZK_GPU_PIN_HOST=0` starts it).
+    pub fn set_pin_host(&self, on: bool) {
+        self.gpu.set_pin_host(on)
+    }
+
     /// Forces the MSM window width (4 to 22 bits), or lets the plan choose (None).
     pub fn set_msm_window(&self, bits: Option<u32>) {
         self.gpu.set_msm_window(bits)

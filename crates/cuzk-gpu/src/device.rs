@@ -106,6 +106,11 @@ pub struct Gpu {
     pinned: PinnedPool,
     staging: Mutex<Option<[StageSlot; 2]>>,
     down_staging: Mutex<Option<[StageSlot; 2]>>,
+    /// Host ranges page-locked by live [`HostPins`]: (first byte, end), page-rounded.
+    pinned_ranges: Mutex<Vec<(usize, usize)>>,
+    /// Whether [`Gpu::pin_host`] pins: 0 as `CUZK_GPU_PIN_HOST` says (read at each call),
+    /// 1 off, 2 on.
+    pin_host_on: AtomicU32,
     pub(crate) resident: Mutex<ResidentCache>,
     pub(crate) lock: DeviceLock,
     timings: Mutex<OpTimings>,
@@ -132,7 +137,9 @@ struct StageSlot {
 /// (pageable -> pinned staging -> device, overlapped with kernels already queued), the rest
 /// of the call until its results were on the host, the device-to-host part of that, and the
 /// kernels alone (measured with events on the compute stream). `alloc` is the part of
-/// `compute` spent taking the call's device workspace from the driver (MSM only).
+/// `compute` spent taking the call's device workspace from the driver (MSM only); `pin` the
+/// time spent page-locking host ranges and releasing them ([`Gpu::pin_host`]; the H step
+/// only), apart from the other four.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct OpTimings {
     pub upload: Duration,
@@ -140,6 +147,7 @@ pub struct OpTimings {
     pub download: Duration,
     pub kernels: Duration,
     pub alloc: Duration,
+    pub pin: Duration,
 }
 
 /// Pointer to a kernel argument, as cuLaunchKernel takes them.
@@ -258,6 +266,8 @@ impl Gpu {
             pinned,
             staging: Mutex::new(None),
             down_staging: Mutex::new(None),
+            pinned_ranges: Mutex::new(Vec::new()),
+            pin_host_on: AtomicU32::new(0),
             resident: Mutex::new(ResidentCache::default()),
             lock: DeviceLock::new(),
             timings: Mutex::default(),
@@ -302,6 +312,12 @@ impl Gpu {
         } else {
             Ok(())
         }
+    }
+
+    /// Whether [`Gpu::pin_host`] page-locks host ranges (otherwise as `CUZK_GPU_PIN_HOST`
+    /// says).
+    pub fn set_pin_host(&self, on: bool) {
+        self.pin_host_on.store(1 + on as u32, Ordering::Relaxed);
     }
 
     /// Whether large base arrays are kept resident in device memory across calls (default
@@ -531,15 +547,133 @@ impl Gpu {
             std::mem::size_of_val(src) <= dst.len_bytes(),
             "upload larger than its buffer"
         );
-        self.upload_with(dst.ptr(), src.len(), after, |start, out| {
-            out.copy_from_slice(&src[start..start + out.len()])
-        })
+        self.upload_slice_at(dst.ptr(), src, after)
+    }
+
+    /// Copies `src` to device address `dst` (which holds it) on the copy stream, as
+    /// `upload_with` does, and returns once `src` may change. From a range that
+    /// [`Gpu::pin_host`] page-locked, one DMA straight from `src`, waited for; otherwise
+    /// through the staging buffers.
+    pub(crate) fn upload_slice_at<T: Copy + Send + Sync>(
+        &self,
+        dst: u64,
+        src: &[T],
+        after: Option<&Event>,
+    ) -> Result<(), GpuError> {
+        let Some(parts) = self.pinned_parts(src).filter(|_| !src.is_empty()) else {
+            return self.upload_with(dst, src.len(), after, |start, out| {
+                out.copy_from_slice(&src[start..start + out.len()])
+            });
+        };
+        if let Some(e) = after {
+            e.wait_in(&self.copy)?;
+        }
+        // SAFETY: plain bytes of `src`, which lives for this call.
+        let bytes = unsafe { std::slice::from_raw_parts(src.as_ptr() as *const u8, std::mem::size_of_val(src)) };
+        for (off, len) in parts {
+            // SAFETY: the caller names a device range that holds `src`; this part of `src`
+            // is page-locked and is not released before `done` (recorded next) completes:
+            // waited for below.
+            unsafe { result::memcpy_htod_async(dst + off as u64, &bytes[off..off + len], self.copy.cu_stream()) }
+                .map_err(driver("cuMemcpyHtoDAsync"))?;
+        }
+        let done = Event::new(false)?;
+        done.record(&self.copy)?;
+        done.wait_in(&self.stream)?;
+        done.sync()
+    }
+
+    /// When `v` lies inside ranges page-locked by live [`HostPins`]: its bytes split at the
+    /// edges of the registered pieces, as (offset in `v`, length); None otherwise.
+    fn pinned_parts<T>(&self, v: &[T]) -> Option<Vec<(usize, usize)>> {
+        let (lo, hi) = (v.as_ptr() as usize, v.as_ptr() as usize + std::mem::size_of_val(v));
+        let ranges = self.pinned_ranges.lock().unwrap();
+        let mut parts = Vec::new();
+        let mut at = lo;
+        while at < hi {
+            let &(_, e) = ranges.iter().find(|&&(b, e)| b <= at && at < e)?;
+            let to = e.min(hi);
+            parts.push((at - lo, to - at));
+            at = to;
+        }
+        Some(parts)
+    }
+
+    /// Page-locks the pages under each of `ranges` of at least [`PIN_MIN_BYTES`], so that
+    /// [`Gpu::upload_slice_at`] and [`Gpu::download_to`] move slices inside them by DMA
+    /// straight from and to host memory: no host copy through the staging buffers, which
+    /// takes cores and memory bandwidth that synthesis beside it also wants. A range the
+    /// driver refuses stays staged (logged), so this never fails. On or off with
+    /// [`Gpu::set_pin_host`] or `CUZK_GPU_PIN_HOST` (1 or 0, a measurement switch;
+    /// [`PIN_HOST_DEFAULT`] otherwise). The pins' `took` is zero when nothing was pinned.
+    ///
+    /// # Safety
+    /// Each range must stay allocated, in place and unshared with other pins until the
+    /// [`HostPins`] returned is dropped (a `Vec` must not grow past its capacity meanwhile).
+    pub(crate) unsafe fn pin_host(&self, ranges: &[(*const u8, usize)]) -> HostPins<'_> {
+        let t = std::time::Instant::now();
+        let mut pins = HostPins {
+            gpu: self,
+            bases: Vec::new(),
+            took: Duration::ZERO,
+        };
+        let on = match self.pin_host_on.load(Ordering::Relaxed) {
+            0 => PIN_HOST_DEFAULT && !std::env::var("CUZK_GPU_PIN_HOST").is_ok_and(|v| v == "0")
+                || std::env::var("CUZK_GPU_PIN_HOST").is_ok_and(|v| v == "1"),
+            k => k == 2,
+        };
+        if !on {
+            return pins;
+        }
+        // Each range in pieces of PIN_PIECE_BYTES, registered on threads of their own: the
+        // driver's page-locking walks every page, and one thread does it at about 16 GB/s
+        // (H200 machine, 2026-12-04).
+        let mut pieces = Vec::new();
+        for &(p, bytes) in ranges {
+            if bytes < PIN_MIN_BYTES {
+                continue;
+            }
+            // Whole pages: an allocation this large is a mapping of its own, so its first
+            // and last pages hold nothing else.
+            let base = p as usize & !(HOST_PAGE - 1);
+            let end = (p as usize + bytes).next_multiple_of(HOST_PAGE);
+            pieces.extend((base..end).step_by(PIN_PIECE_BYTES).map(|b| (b, (b + PIN_PIECE_BYTES).min(end))));
+        }
+        let done = Mutex::new(Vec::new());
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        std::thread::scope(|sc| {
+            for _ in 0..PIN_THREADS.min(pieces.len()) {
+                sc.spawn(|| {
+                    if self.bind().is_err() {
+                        return;
+                    }
+                    while let Some(&(b, e)) = pieces.get(next.fetch_add(1, Ordering::Relaxed)) {
+                        // SAFETY: the caller keeps [b, e) mapped until the pins drop, which
+                        // unregisters it.
+                        let r = unsafe { sys::cuMemHostRegister_v2(b as *mut c_void, e - b, 0) };
+                        if r == sys::CUresult::CUDA_SUCCESS {
+                            done.lock().unwrap().push((b, e));
+                        } else {
+                            log::warn!("page-locking {} MiB of host memory for DMA: {r:?}; staging it instead", (e - b) >> 20);
+                        }
+                    }
+                });
+            }
+        });
+        let done = done.into_inner().unwrap();
+        pins.bases = done.iter().map(|&(b, _)| b).collect();
+        self.pinned_ranges.lock().unwrap().extend(done);
+        if !pins.bases.is_empty() {
+            pins.took = t.elapsed();
+        }
+        pins
     }
 
     /// Copies `dst.len()` elements from device address `src` into `dst` once the compute
     /// stream's queued work is done: on the download stream into one of its pinned staging
-    /// buffers while the host copies the other one out (double-buffered). Returns once the
-    /// elements are in `dst`.
+    /// buffers while the host copies the other one out (double-buffered), or by one DMA
+    /// straight into `dst` when [`Gpu::pin_host`] page-locked it. Returns once the elements
+    /// are in `dst`.
     pub(crate) fn download_to<T: Copy + Send + Sync>(
         &self,
         dst: &mut [T],
@@ -551,6 +685,19 @@ impl Gpu {
         let ready = Event::new(false)?;
         ready.record(&self.stream)?;
         ready.wait_in(&self.down)?;
+        if let Some(parts) = self.pinned_parts(dst) {
+            // SAFETY: plain bytes of `dst`, borrowed for this call; T is Copy (no drop).
+            let bytes = unsafe { std::slice::from_raw_parts_mut(dst.as_mut_ptr() as *mut u8, std::mem::size_of_val(dst)) };
+            for (off, len) in parts {
+                // SAFETY: `src` holds dst.len() elements; this part of `dst` is page-locked
+                // and borrowed until `done` (recorded next) completes, waited for here.
+                unsafe { result::memcpy_dtoh_async(&mut bytes[off..off + len], src + off as u64, self.down.cu_stream()) }
+                    .map_err(driver("cuMemcpyDtoHAsync"))?;
+            }
+            let done = Event::new(false)?;
+            done.record(&self.down)?;
+            return done.sync();
+        }
         let elem = std::mem::size_of::<T>();
         let per = STAGE_BYTES / elem;
         let task = (FILL_TASK_BYTES / elem).max(1);
@@ -710,6 +857,86 @@ impl Drop for SyncOnDrop<'_> {
     }
 }
 
+/// Host ranges page-locked by [`Gpu::pin_host`]; released by [`HostPins::release`] or
+/// when dropped, once the device's streams are done with them. `took` is the time pinning
+/// took.
+pub(crate) struct HostPins<'a> {
+    gpu: &'a Gpu,
+    bases: Vec<usize>,
+    pub(crate) took: Duration,
+}
+
+impl HostPins<'_> {
+    /// Unregisters the ranges once the streams are done with them; returns `took` plus the
+    /// time that took.
+    pub(crate) fn release(mut self) -> Duration {
+        if self.bases.is_empty() {
+            return Duration::ZERO;
+        }
+        let t = std::time::Instant::now();
+        self.unregister();
+        self.took + t.elapsed()
+    }
+
+    fn unregister(&mut self) {
+        if self.bases.is_empty() {
+            return;
+        }
+        let _ = self.gpu.sync();
+        let bases = std::mem::take(&mut self.bases);
+        self.gpu.pinned_ranges.lock().unwrap().retain(|(b, _)| !bases.contains(b));
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        std::thread::scope(|sc| {
+            for _ in 0..PIN_THREADS.min(bases.len()) {
+                sc.spawn(|| {
+                    if self.gpu.bind().is_err() {
+                        return;
+                    }
+                    while let Some(&b) = bases.get(next.fetch_add(1, Ordering::Relaxed)) {
+                        // SAFETY: registered by pin_host at this address; no transfer is
+                        // queued on it (the streams were waited for above).
+                        let r = unsafe { sys::cuMemHostUnregister(b as *mut c_void) };
+                        if r != sys::CUresult::CUDA_SUCCESS {
+                            log::warn!("releasing page-locked host memory: {r:?}");
+                        }
+                    }
+                });
+            }
+        });
+    }
+}
+
+impl Drop for HostPins<'_> {
+    fn drop(&mut self) {
+        self.unregister();
+    }
+}
+
+/// Whether [`Gpu::pin_host`] pins when neither [`Gpu::set_pin_host`] nor
+/// `CUZK_GPU_PIN_HOST` (0 or 1) says. Off: on the H200 (2026-12-04, bench/NOTES.md) pinning
+/// a 32 GiB partition's a, b and c took 0.5-0.7 s a proof, more than the staged copy it
+/// saves, except on a 14 GiB budget with synthesis running beside it (3.66 against 3.98 s
+/// a partition through the engine).
+const PIN_HOST_DEFAULT: bool = false;
+
+/// [`Gpu::pin_host`] registers ranges in pieces of this size, on up to [`PIN_THREADS`]
+/// threads; a transfer is split at the pieces' edges.
+const PIN_PIECE_BYTES: usize = 256 << 20;
+const PIN_THREADS: usize = 8;
+
+/// The smallest range [`Gpu::pin_host`] page-locks: below it the staging buffers' copy costs
+/// less than pinning.
+pub(crate) const PIN_MIN_BYTES: usize = 64 << 20;
+
+/// The host's base page size, to which pinned ranges are rounded outwards (4 KiB on the
+/// x86-64 and aarch64 hosts cuzk builds for).
+const HOST_PAGE: usize = 4096;
+
+/// A slice's address and size in bytes, as [`Gpu::pin_host`] takes them.
+pub(crate) fn span<T>(v: &[T]) -> (*const u8, usize) {
+    (v.as_ptr() as *const u8, std::mem::size_of_val(v))
+}
+
 /// Host-to-device copy rates measured by [`Gpu::upload_rates`], in bytes per second.
 #[derive(Clone, Copy, Debug)]
 pub struct UploadRates {
@@ -721,6 +948,9 @@ pub struct UploadRates {
     /// What calls use: pageable memory copied into the two pinned staging buffers by the
     /// host threads while the copy stream sends the other one.
     pub staged: f64,
+    /// What the H step does with a, b and c: the pageable buffer page-locked in place
+    /// ([`Gpu::pin_host`]), one DMA, and the pages released, all three timed.
+    pub pinned_in_place: f64,
 }
 
 impl Gpu {
@@ -768,11 +998,19 @@ impl Gpu {
             self.upload_slice(&d, &host, None)?;
             self.sync()
         })?;
+        let pinned_in_place = best(&|| {
+            // SAFETY: `host` is neither resized nor freed before the pins are released.
+            let pins = unsafe { self.pin_host(&[span(&host)]) };
+            self.upload_slice(&d, &host, None)?;
+            pins.release();
+            Ok(())
+        })?;
         Ok(UploadRates {
             bytes,
             pageable,
             pinned,
             staged,
+            pinned_in_place,
         })
     }
 }

@@ -1300,6 +1300,7 @@ pub(crate) fn msm<C: Curve>(
         download: Duration::ZERO,
         kernels,
         alloc,
+        ..Default::default()
     });
     Ok(acc + ones_acc)
 }

@@ -8,7 +8,7 @@ use ff::Field;
 use crate::arena::{reserved_size, DeviceBuffer};
 use std::time::Instant;
 
-use crate::device::{arg, Event, Gpu, OpTimings, SyncOnDrop};
+use crate::device::{arg, span, Event, Gpu, OpTimings, SyncOnDrop};
 use crate::error::GpuError;
 
 const BLOCK: u32 = 256;
@@ -360,11 +360,18 @@ pub(crate) fn h_on_device_lean(
     log_n: u32,
 ) -> Result<DeviceBuffer, GpuError> {
     let n = 1usize << log_n;
-    assert!(a.len() <= n && b.len() == a.len() && c.len() == a.len() && log_n >= 1);
+    let m = a.len();
+    assert!(m <= n && b.len() == m && c.len() == m && log_n >= 1);
     let overlap = !std::env::var("CUZK_GPU_LEAN_OVERLAP").is_ok_and(|v| v == "0");
     let _region = gpu.enter()?;
     gpu.check_cancel()?;
     let t0 = Instant::now();
+    // b and c take their transforms back at the domain's length: grown before they are
+    // pinned (within the capacity synthesis gives them, so in place).
+    b.resize(n, Scalar::ZERO);
+    c.resize(n, Scalar::ZERO);
+    // SAFETY: a, b and c are neither resized nor freed before `pins` is released below.
+    let pins = unsafe { gpu.pin_host(&[span(a), span(b), span(c)]) };
     let mut x = gpu.alloc(n * FR_BYTES)?;
     let mut scratch = gpu.alloc(n * FR_BYTES)?;
     let tw = gpu.alloc(n / 2 * FR_BYTES)?;
@@ -395,14 +402,13 @@ pub(crate) fn h_on_device_lean(
         run_passes(gpu, x, scratch, tw.ptr(), log_n, fwd.0.as_ref(), fwd.1.as_ref())
     };
     let tu = Instant::now();
-    put(&b[..], &x, None)?;
+    put(&b[..m], &x, None)?;
     upload += tu.elapsed();
     transforms(&mut x, &mut scratch)?;
     // x's transform comes back into `done` while `next` goes up (into scratch when
     // overlapped), then next's transforms are queued in x.
-    let mut exchange = |done: &mut Vec<Scalar>, next: &[Scalar]| -> Result<(), GpuError> {
+    let mut exchange = |done: &mut [Scalar], next: &[Scalar]| -> Result<(), GpuError> {
         gpu.check_cancel()?;
-        done.resize(n, Scalar::ZERO);
         let t = Instant::now();
         if overlap {
             // The copy stream writes scratch once the compute stream is done with it.
@@ -427,7 +433,7 @@ pub(crate) fn h_on_device_lean(
         }
         transforms(&mut x, &mut scratch)
     };
-    exchange(b, &c[..])?;
+    exchange(b, &c[..m])?;
     exchange(c, a)?;
     // The quotient over halves: b's and c's half side by side in the scratch buffer.
     let half = n / 2;
@@ -440,12 +446,8 @@ pub(crate) fn h_on_device_lean(
         read.wait_in(gpu.copy_stream())?;
         let (sb, sc) = (scratch.ptr(), scratch.ptr() + (half * FR_BYTES) as u64);
         let tu = Instant::now();
-        gpu.upload_with(sb, half, None, |start, out: &mut [Scalar]| {
-            out.copy_from_slice(&b[lo + start..lo + start + out.len()])
-        })?;
-        gpu.upload_with(sc, half, None, |start, out: &mut [Scalar]| {
-            out.copy_from_slice(&c[lo + start..lo + start + out.len()])
-        })?;
+        gpu.upload_slice_at(sb, &b[lo..lo + half], None)?;
+        gpu.upload_slice_at(sc, &c[lo..lo + half], None)?;
         upload += tu.elapsed();
         let (pa, pz, count) = (x.ptr() + (lo * FR_BYTES) as u64, dz.ptr(), half as u32);
         gpu.launch(
@@ -461,11 +463,13 @@ pub(crate) fn h_on_device_lean(
     kend.record(gpu.stream())?;
     gpu.sync()?;
     drop(_drain);
+    let pin = pins.release();
     gpu.set_timings(OpTimings {
         upload,
-        compute: t0.elapsed().saturating_sub(upload + download),
+        compute: t0.elapsed().saturating_sub(upload + download + pin),
         download,
         kernels: kend.since(&kstart)?,
+        pin,
         ..Default::default()
     });
     Ok(x)
@@ -531,13 +535,18 @@ pub(crate) fn h_on_device(
     // CUZK_GPU_H_OVERLAP=0 queues them after all three uploads.
     let overlap = !std::env::var("CUZK_GPU_H_OVERLAP").is_ok_and(|v| v == "0");
     let mut upload = std::time::Duration::ZERO;
+    let mut pin = std::time::Duration::ZERO;
     let (kstart, kend) = (Event::new(true)?, Event::new(true)?);
     for (k, (p, v)) in polys.iter_mut().zip([a, b, c]).enumerate() {
         gpu.memset_bytes(p.ptr() + (v.len() * FR_BYTES) as u64, (n - v.len()) * FR_BYTES, 0)?;
+        // SAFETY: `v` is neither resized nor freed before `pins` is released.
+        let pins = unsafe { gpu.pin_host(&[span(&v)]) };
         let tu = Instant::now();
         gpu.upload_slice(p, &v, None)?;
         upload += tu.elapsed();
-        // The host copy is in the staging buffers once upload_slice returns.
+        pin += pins.release();
+        // The host copy is on the device or in the staging buffers once upload_slice
+        // returns.
         if free_early {
             cuzk_groth16::release::drop_in_background(v);
         } else {
@@ -585,9 +594,10 @@ pub(crate) fn h_on_device(
     }
     gpu.set_timings(OpTimings {
         upload,
-        compute: t0.elapsed().saturating_sub(upload),
+        compute: t0.elapsed().saturating_sub(upload + pin),
         download: std::time::Duration::ZERO,
         kernels,
+        pin,
         ..Default::default()
     });
     Ok(h)

@@ -7,7 +7,7 @@
 
 mod common;
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use blstrs::{G1Affine, G2Affine, Scalar};
 use common::*;
@@ -561,6 +561,17 @@ fn h_step_on_device_matches_cpu() {
         let (got, _) = gpu.h_msm(a.clone(), b.clone(), c.clone(), hb).unwrap();
         assert_eq!(gpu.last_h_step(), HStep::Device, "len {len}: the budget holds it");
         assert_eq!(got, want, "h step on the device, len {len} (domain {n}), differs from the CPU backend");
+        assert_eq!(gpu.last_h_split().step.pin, Duration::ZERO, "len {len}: staged by default");
+        assert_arena_empty(gpu);
+        // Page-locked in place (set_pin_host): a, b and c of 64 MiB and more move by DMA
+        // straight from host memory; smaller ones still go through the staging buffers.
+        let pins = len * 32 >= 64 << 20;
+        gpu.set_pin_host(true);
+        let pinned = gpu.h_msm(a.clone(), b.clone(), c.clone(), hb);
+        let pin = gpu.last_h_split().step.pin;
+        gpu.set_pin_host(false);
+        assert_eq!(pinned.unwrap().0, want, "device path pinned in place, len {len}");
+        assert_eq!(pin > Duration::ZERO, pins, "len {len}: pinned in place");
         assert_arena_empty(gpu);
         if k == 2 {
             gpu.set_device_h(false);
@@ -569,14 +580,19 @@ fn h_step_on_device_matches_cpu() {
             assert_eq!(gpu.last_h_step(), HStep::Host);
             assert_eq!(host, want, "host path, len {len}");
         }
-        if len == (1 << 20) - 7 {
-            // A budget that holds one NTT but not a, b, c and h at once: the lean path.
+        if len == (1 << 20) - 7 || pins {
+            // A budget that holds one NTT but not a, b, c and h at once: the lean path,
+            // pinned in place at the top length, and through the staging buffers.
             let small = GpuBackend::open(0, VramBudget::Bytes(3 * n * 32)).expect("second handle");
             assert!(!small.plan_footprint(&cuzk_groth16::SrsShape { ic: 1, h: n - 1, l: 0, a: 0, b_g1: 0, b_g2: 0 }).h_on_device);
-            let (chunked, _) = small.h_msm(a, b, c, hb).unwrap();
-            assert_eq!(small.last_h_step(), HStep::Lean, "3n elements cannot hold the device path's 4n");
-            assert_eq!(chunked, want, "lean path under a small budget, len {len}");
-            assert_eq!(small.arena_counters().in_use, 0);
+            for pin in if pins { vec![false, true] } else { vec![false] } {
+                small.set_pin_host(pin);
+                let (chunked, _) = small.h_msm(a.clone(), b.clone(), c.clone(), hb).unwrap();
+                assert_eq!(small.last_h_step(), HStep::Lean, "3n elements cannot hold the device path's 4n");
+                assert_eq!(small.last_h_split().step.pin > Duration::ZERO, pin && pins, "len {len}: lean path pinned");
+                assert_eq!(chunked, want, "lean path under a small budget, len {len}, pinned {pin}");
+                assert_eq!(small.arena_counters().in_use, 0);
+            }
         }
     }
     // Mismatched lengths are refused, not run.
@@ -584,7 +600,10 @@ fn h_step_on_device_matches_cpu() {
     assert!(matches!(err, Err(BackendError::LengthMismatch { .. })), "{err:?}");
     let err = gpu.h_msm(vec![Scalar::ONE; 8], vec![Scalar::ONE; 8], vec![Scalar::ONE; 8], &bases[..8]);
     assert!(matches!(err, Err(BackendError::LengthMismatch { .. })), "{err:?}");
-    say(&format!("h step on the device: {} lengths equal to the CPU backend, lean and host paths too", lens.len()));
+    say(&format!(
+        "h step on the device: {} lengths equal to the CPU backend, lean and host paths too; those of 64 MiB and more pinned in place and staged",
+        lens.len()
+    ));
 }
 
 /// Windows wider than the 16 bits a chunk of 2^22 takes, up to the 22 bits of the H MSM at
