@@ -587,16 +587,7 @@ impl Gpu {
     /// edges of the registered pieces, as (offset in `v`, length); None otherwise.
     fn pinned_parts<T>(&self, v: &[T]) -> Option<Vec<(usize, usize)>> {
         let (lo, hi) = (v.as_ptr() as usize, v.as_ptr() as usize + std::mem::size_of_val(v));
-        let ranges = self.pinned_ranges.lock().unwrap();
-        let mut parts = Vec::new();
-        let mut at = lo;
-        while at < hi {
-            let &(_, e) = ranges.iter().find(|&&(b, e)| b <= at && at < e)?;
-            let to = e.min(hi);
-            parts.push((at - lo, to - at));
-            at = to;
-        }
-        Some(parts)
+        parts_within(&self.pinned_ranges.lock().unwrap(), lo, hi)
     }
 
     /// Page-locks the pages under each of `ranges` of at least [`PIN_MIN_BYTES`], so that
@@ -929,6 +920,20 @@ pub(crate) const PIN_MIN_BYTES: usize = 64 << 20;
 /// x86-64 and aarch64 hosts cuzk builds for).
 const HOST_PAGE: usize = 4096;
 
+/// The bytes [lo, hi) split at the edges of `ranges` (each [first, end)), as (offset from
+/// lo, length), when the ranges cover all of them; None otherwise.
+fn parts_within(ranges: &[(usize, usize)], lo: usize, hi: usize) -> Option<Vec<(usize, usize)>> {
+    let mut parts = Vec::new();
+    let mut at = lo;
+    while at < hi {
+        let &(_, e) = ranges.iter().find(|&&(b, e)| b <= at && at < e)?;
+        let to = e.min(hi);
+        parts.push((at - lo, to - at));
+        at = to;
+    }
+    Some(parts)
+}
+
 /// A slice's address and size in bytes, as [`Gpu::pin_host`] takes them.
 pub(crate) fn span<T>(v: &[T]) -> (*const u8, usize) {
     (v.as_ptr() as *const u8, std::mem::size_of_val(v))
@@ -1022,5 +1027,25 @@ impl Drop for Gpu {
             let _ = self.copy.synchronize();
             let _ = self.down.synchronize();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parts_within;
+
+    /// A transfer from pinned pieces is split at their edges, in order, whatever order
+    /// they were registered in; a byte outside every piece sends it through the staging
+    /// buffers instead.
+    #[test]
+    fn transfers_split_at_the_pinned_pieces() {
+        let pieces = [(200, 300), (100, 200), (300, 350)];
+        assert_eq!(parts_within(&pieces, 150, 320), Some(vec![(0, 50), (50, 100), (150, 20)]));
+        assert_eq!(parts_within(&pieces, 100, 350), Some(vec![(0, 100), (100, 100), (200, 50)]));
+        assert_eq!(parts_within(&pieces, 210, 220), Some(vec![(0, 10)]));
+        assert_eq!(parts_within(&pieces, 90, 120), None, "starts before the first piece");
+        assert_eq!(parts_within(&pieces, 340, 351), None, "ends past the last piece");
+        assert_eq!(parts_within(&[(0, 10), (20, 30)], 5, 25), None, "a gap between pieces");
+        assert_eq!(parts_within(&pieces, 120, 120), Some(vec![]), "nothing to move");
     }
 }
