@@ -2,7 +2,7 @@
 
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use ff::Field;
-use cuzk_groth16::backend::{check_msm_args, check_quotient_args, ntt_log_size};
+use cuzk_groth16::backend::{check_msm_args, check_quotient_args, domain_size, ntt_log_size};
 use cuzk_groth16::{Backend, BackendError, NttDirection, Selection, SrsShape};
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::Mutex;
@@ -163,8 +163,8 @@ impl GpuBackend {
         self.gpu.set_residency(on)
     }
 
-    /// Whether the H step page-locks a, b and c in place for direct DMA (default on; off:
-    /// through the staging buffers, as `CUZK_GPU_PIN_HOST=0` starts it).
+    /// Whether the H step page-locks a, b and c in place for direct DMA (otherwise as
+    /// `CUZK_GPU_PIN_HOST` says; default off: through the staging buffers).
     pub fn set_pin_host(&self, on: bool) {
         self.gpu.set_pin_host(on)
     }
@@ -362,7 +362,7 @@ impl Backend for GpuBackend {
         h_bases: &[G1Affine],
     ) -> Result<(G1Projective, Duration), BackendError> {
         check_quotient_args(a.len(), b.len(), c.len())?;
-        let n = a.len().max(1).next_power_of_two();
+        let n = domain_size(a.len());
         let log_n = ntt_log_size(n)?;
         check_msm_args(h_bases.len(), Selection::All, n - 1)?;
         let path = if !self.device_h.load(Ordering::Relaxed) || log_n == 0 {

@@ -603,8 +603,11 @@ impl Gpu {
     /// [`HostPins`] returned is dropped (a `Vec` must not grow past its capacity meanwhile).
     pub(crate) unsafe fn pin_host(&self, ranges: &[(*const u8, usize)]) -> HostPins<'_> {
         let on = match self.pin_host_on.load(Ordering::Relaxed) {
-            0 => PIN_HOST_DEFAULT && !std::env::var("CUZK_GPU_PIN_HOST").is_ok_and(|v| v == "0")
-                || std::env::var("CUZK_GPU_PIN_HOST").is_ok_and(|v| v == "1"),
+            0 => match std::env::var("CUZK_GPU_PIN_HOST").as_deref() {
+                Ok("1") => true,
+                Ok("0") => false,
+                _ => PIN_HOST_DEFAULT,
+            },
             k => k == 2,
         };
         // SAFETY: the caller's promise, passed on.

@@ -237,6 +237,12 @@ pub fn check_quotient_args(a: usize, b: usize, c: usize) -> Result<(), BackendEr
     Ok(())
 }
 
+/// The evaluation domain of `constraints` constraints (a, b and c padded with zeros to it):
+/// the next power of two, at least 1.
+pub fn domain_size(constraints: usize) -> usize {
+    constraints.next_power_of_two()
+}
+
 /// log2 of an NTT size, or an error if it is not a supported power of two.
 pub fn ntt_log_size(n: usize) -> Result<u32, BackendError> {
     if n == 0 || !n.is_power_of_two() || n.trailing_zeros() > Scalar::S {

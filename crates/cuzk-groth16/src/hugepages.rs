@@ -59,7 +59,7 @@ pub fn vec_with_capacity<T>(n: usize) -> Vec<T> {
 /// --example grow_bench`), padding a 32 GiB partition's a that way took 2.9 s (19.5 s with
 /// tests running beside it), against 14 ms within the capacity (bench/NOTES.md).
 pub fn domain_capacity(len: usize) -> usize {
-    len.max(1).next_power_of_two()
+    crate::backend::domain_size(len)
 }
 
 /// `v` extended with `zero` to `n` elements. Within its capacity in place; past it, into a

@@ -287,7 +287,7 @@ impl SplitScalars {
 
 /// The shape a witness needs its parameters to have.
 pub fn required_shape(w: &PartitionWitness) -> SrsShape {
-    let n = w.num_constraints().max(1).next_power_of_two();
+    let n = crate::backend::domain_size(w.num_constraints());
     SrsShape {
         ic: w.input_assignment.len(),
         h: n - 1,
@@ -355,7 +355,7 @@ pub fn compute_h<B: Backend + ?Sized>(
     mut b: Vec<Scalar>,
     mut c: Vec<Scalar>,
 ) -> Result<Vec<Scalar>, BackendError> {
-    let n = a.len().max(1).next_power_of_two();
+    let n = crate::backend::domain_size(a.len());
     for v in [&mut a, &mut b, &mut c] {
         crate::hugepages::grow_zeroed(v, n, Scalar::ZERO);
         be.ntt(v, NttDirection::Inverse)?;
