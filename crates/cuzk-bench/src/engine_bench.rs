@@ -77,6 +77,18 @@ pub struct EngineBenchArgs {
     /// host_release_dir`); the peak RSS is then also measured from the release on.
     #[arg(long)]
     pub host_release_dir: Option<PathBuf>,
+    /// In the runs with more devices than this index, this device fails mid-run: after
+    /// `--fail-after` backend calls on it, every call fails as a lost GPU's does
+    /// (`BackendError::Unavailable`, "injected failure"; cuzk_groth16::testing::
+    /// FailingBackend around the real backend). Its partitions must be proved again on the
+    /// other devices, every job must complete, and the device must be reported unhealthy in
+    /// the engine's status and metrics: the bench fails otherwise.
+    #[arg(long)]
+    pub fail_device: Option<usize>,
+    /// Backend calls the failing device runs before it fails (a partition's prove() makes
+    /// 7 to 9).
+    #[arg(long, default_value_t = 20)]
+    pub fail_after: u64,
 }
 
 /// One span of the timeline, from the bench's start.
@@ -362,14 +374,24 @@ pub fn run(args: &EngineBenchArgs) -> Result<()> {
     let mut steady_by_run: Vec<(usize, usize, (Option<Duration>, Option<Duration>))> = Vec::new();
     for &ndev in &args.devices {
     for &workers in &args.synthesis_workers {
+        // The device made to fail in this run, if any.
+        let failing = args.fail_device.filter(|&f| f < ndev);
         let devices: Vec<Device> = (0..ndev)
             .map(|i| {
-                match gpus.get(i) {
-                    Some(g) => Device::new(format!("gpu{i} {}", g.device().name), g.clone()),
-                    None if ndev == 1 => Device::cpu(),
-                    None => Device::new(format!("cpu{i}"), Arc::new(cuzk_groth16::CpuBackend)),
-                }
-                .with_workers(args.gpu_workers)
+                let (name, backend): (String, Arc<dyn cuzk_groth16::Backend>) = match gpus.get(i) {
+                    Some(g) => (format!("gpu{i} {}", g.device().name), g.clone()),
+                    None if ndev == 1 => return Device::cpu().with_workers(args.gpu_workers),
+                    None => (format!("cpu{i}"), Arc::new(cuzk_groth16::CpuBackend)),
+                };
+                let backend: Arc<dyn cuzk_groth16::Backend> = if failing == Some(i) {
+                    let f = cuzk_groth16::testing::FailingBackend::new(backend);
+                    f.fail_after(args.fail_after);
+                    println!("  {name}: made to fail after {} backend calls (injected failure)", args.fail_after);
+                    f
+                } else {
+                    backend
+                };
+                Device::new(name, backend).with_workers(args.gpu_workers)
             })
             .collect();
         let state = std::env::temp_dir().join(format!("cuzk-engine-bench-{}-{ndev}-{workers}", std::process::id()));
@@ -464,6 +486,7 @@ pub fn run(args: &EngineBenchArgs) -> Result<()> {
             Some(h) => Some(h.join().map_err(|_| anyhow::anyhow!("the urgent jobs' thread panicked"))??),
             None => None,
         };
+        let health = print_device_health(&engine, failing)?;
         let _ = engine.drain(Duration::from_secs(5));
         drop(engine);
         let _ = std::fs::remove_dir_all(&state);
@@ -471,6 +494,14 @@ pub fn run(args: &EngineBenchArgs) -> Result<()> {
         let all = timeline.spans.lock().unwrap_or_else(|p| p.into_inner()).clone();
         let spans: Vec<Span> = all.iter().filter(|s| s.job < URGENT_INDEX).cloned().collect();
         let steady = print_report(&spans, &done, partitions, workers, ndev, &worker_devices);
+        let tries = spans.iter().filter(|s| s.gpu).count();
+        println!(
+            "  {} prove() attempts for {} partitions ({} proved again after a device failure); {}",
+            tries,
+            partitions * args.proofs,
+            tries.saturating_sub(partitions * args.proofs),
+            health
+        );
         steady_by_run.push((ndev, workers, steady));
         if let (Some(runs), Some(alone)) = (&urgent_runs, standalone) {
             print_urgent(&all, runs, alone);
@@ -529,6 +560,33 @@ pub fn run(args: &EngineBenchArgs) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Each device's health as the engine reports it (status and metrics), and, with a device
+/// made to fail, the check that it is unhealthy and the others are not. Returns a summary.
+fn print_device_health(engine: &Engine, failing: Option<usize>) -> Result<String> {
+    let st = engine.status();
+    for (i, d) in st.devices.iter().enumerate() {
+        println!(
+            "  device {}: healthy {}, {} device failure(s){}",
+            d.name,
+            d.healthy,
+            d.failures,
+            d.last_error.as_deref().map(|e| format!(", last: {e}")).unwrap_or_default()
+        );
+        let metric = format!("cuzk_device_healthy{{device=\"{}\"}} {}", d.name, u8::from(d.healthy));
+        if !engine.metrics_text().lines().any(|l| l == metric) {
+            bail!("the metrics do not report {metric:?}");
+        }
+        let expect_healthy = failing != Some(i);
+        if failing.is_some() && (d.healthy != expect_healthy || (d.failures > 0) == expect_healthy) {
+            bail!("device {}: healthy {} after {} failure(s), but the injected failure was on device {failing:?}", d.name, d.healthy, d.failures);
+        }
+    }
+    Ok(match failing {
+        Some(f) => format!("device {} marked unhealthy in status and metrics, every job completed", st.devices[f].name),
+        None => "no device failed".into(),
+    })
 }
 
 /// The H step of each partition as the GPU backend split it (one GPU, one worker): its wall

@@ -194,6 +194,20 @@ fn engine_bench_runs_a_shape_only_job_through_the_engine_and_refuses_real_inputs
     for part in ["on cpu0", "on cpu1", "device cpu0: 1 partitions", "device cpu1: 1 partitions", "2 device(s) against 1: steady state per proof"] {
         assert!(two.contains(part), "no {part:?} in the two-device run:\n{stdout}");
     }
+    // Device 1 fails at its first call: its partition is proved again on device 0, both
+    // jobs complete, and device 1 is reported unhealthy.
+    let o = bench(&["engine-bench", "--c1", s(&c1), "--proofs", "2", "--backend", "cpu", "--devices", "2", "--fail-device", "1", "--fail-after", "0"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    for part in [
+        "cpu1: made to fail after 0 backend calls",
+        "device cpu1: healthy false, 1 device failure(s), last: ",
+        "cpu backend unavailable: injected failure",
+        "device cpu0: healthy true, 0 device failure(s)",
+        "3 prove() attempts for 2 partitions (1 proved again after a device failure); device cpu1 marked unhealthy",
+    ] {
+        assert!(stdout.contains(part), "no {part:?} in:\n{stdout}");
+    }
     let o = bench(&["engine-bench", "--c1", s(&c1), "--backend", "cpu", "--vram-budget", "14"]);
     assert!(!o.status.success() && stderr(&o).contains("give `full` or a size in GiB or MiB"), "{}", stderr(&o));
     let o = bench(&["engine-bench", "--c1", s(&c1), "--backend", "cpu", "--devices", "0"]);

@@ -19,7 +19,7 @@ fn two_devices(dir: &std::path::Path, budget: u64) -> (Engine, Arc<Scripted>, [A
     let mut c = config(dir);
     c.synthesis_workers = 2;
     c.host_memory_budget_bytes = budget;
-    let backends = [FailingBackend::new(), FailingBackend::new()];
+    let backends = [failing_cpu(), failing_cpu()];
     let devices = vec![Device::new("cpu-a", backends[0].clone()), Device::new("cpu-b", backends[1].clone())];
     let log = Arc::new(Scripted::default());
     let e = Engine::start(c.clone(), Arc::new(ScriptedRunner(log.clone())), devices).unwrap();
@@ -72,7 +72,7 @@ async fn a_device_that_fails_mid_run_costs_no_job() {
     assert!(!da.healthy && db.healthy, "{:?}", st.devices);
     assert_eq!((da.failures, db.failures), (1, 0));
     let why = da.last_error.as_deref().unwrap();
-    assert!(why.contains("device failed: test backend unavailable: injected failure"), "{why}");
+    assert!(why.contains("device failed: cpu backend unavailable: injected failure"), "{why}");
     assert!(!st.no_healthy_device());
     assert_eq!((st.memory.in_use_bytes, st.completed, st.failed), (0, 1, 0), "{:?}", st.memory);
     assert_eq!(log.held.load(Ordering::SeqCst), 0, "no witness left behind");
@@ -119,7 +119,7 @@ async fn with_every_device_failing_the_job_fails_naming_each_and_new_jobs_wait_f
     let msg = r.error.as_deref().unwrap();
     assert!(msg.starts_with("its device failed on each of its 2 tries, the most for 2 device(s): on cpu-"), "{msg}");
     for d in ["cpu-a", "cpu-b"] {
-        assert!(msg.contains(&format!("on {d}: device failed: test backend unavailable: injected failure")), "{msg}");
+        assert!(msg.contains(&format!("on {d}: device failed: cpu backend unavailable: injected failure")), "{msg}");
     }
     assert_eq!(log.proved_partitions.lock().unwrap().len(), 2, "one try per device");
     let st = e.status();

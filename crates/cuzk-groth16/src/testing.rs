@@ -64,3 +64,109 @@ impl Circuit<Fr> for SyntheticCircuit {
     }
 }
 
+
+/// Any backend, failing on command as a lost GPU does (`BackendError::Unavailable`, whose
+/// reason names the injection): every call after the first `fail_after(n)` ones fails,
+/// until `recover`. Counts the calls that ran and the ones that failed. For tests and
+/// benches of what a scheduler does with a failing device (`cuzk-bench engine-bench
+/// --fail-device`); every other method is forwarded, the inner backend's own H step,
+/// resident parameters and device lock included.
+pub struct FailingBackend {
+    inner: std::sync::Arc<dyn crate::Backend>,
+    /// Calls left before it fails (`u64::MAX`: it never does).
+    calls_left: std::sync::atomic::AtomicU64,
+    pub ran: std::sync::atomic::AtomicU64,
+    pub failed: std::sync::atomic::AtomicU64,
+}
+
+impl FailingBackend {
+    pub fn new(inner: std::sync::Arc<dyn crate::Backend>) -> std::sync::Arc<FailingBackend> {
+        use std::sync::atomic::AtomicU64;
+        std::sync::Arc::new(FailingBackend {
+            inner,
+            calls_left: AtomicU64::new(u64::MAX),
+            ran: AtomicU64::new(0),
+            failed: AtomicU64::new(0),
+        })
+    }
+
+    /// Runs `n` more calls, then fails every call.
+    pub fn fail_after(&self, n: u64) {
+        self.calls_left.store(n, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    pub fn recover(&self) {
+        self.calls_left.store(u64::MAX, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    fn gate(&self) -> Result<(), crate::BackendError> {
+        use std::sync::atomic::Ordering::SeqCst;
+        let left = self.calls_left.fetch_update(SeqCst, SeqCst, |n| match n {
+            u64::MAX => Some(n),
+            0 => None,
+            n => Some(n - 1),
+        });
+        if left.is_err() {
+            self.failed.fetch_add(1, SeqCst);
+            return Err(crate::BackendError::Unavailable { backend: self.inner.name(), reason: "injected failure".into() });
+        }
+        self.ran.fetch_add(1, SeqCst);
+        Ok(())
+    }
+}
+
+impl crate::Backend for FailingBackend {
+    fn name(&self) -> &'static str {
+        self.inner.name()
+    }
+    fn ntt(&self, values: &mut [Fr], d: crate::NttDirection) -> Result<(), crate::BackendError> {
+        self.gate()?;
+        self.inner.ntt(values, d)
+    }
+    fn coset_quotient(&self, a: &mut [Fr], b: &[Fr], c: &[Fr]) -> Result<(), crate::BackendError> {
+        self.gate()?;
+        self.inner.coset_quotient(a, b, c)
+    }
+    fn msm_g1(
+        &self,
+        bases: &[blstrs::G1Affine],
+        sel: crate::Selection<'_>,
+        s: &[Fr],
+    ) -> Result<blstrs::G1Projective, crate::BackendError> {
+        self.gate()?;
+        self.inner.msm_g1(bases, sel, s)
+    }
+    fn msm_g2(
+        &self,
+        bases: &[blstrs::G2Affine],
+        sel: crate::Selection<'_>,
+        s: &[Fr],
+    ) -> Result<blstrs::G2Projective, crate::BackendError> {
+        self.gate()?;
+        self.inner.msm_g2(bases, sel, s)
+    }
+    fn sum_g1(&self, bases: &[blstrs::G1Affine], sel: crate::Selection<'_>) -> Result<blstrs::G1Projective, crate::BackendError> {
+        self.gate()?;
+        self.inner.sum_g1(bases, sel)
+    }
+    fn sum_g2(&self, bases: &[blstrs::G2Affine], sel: crate::Selection<'_>) -> Result<blstrs::G2Projective, crate::BackendError> {
+        self.gate()?;
+        self.inner.sum_g2(bases, sel)
+    }
+    fn h_msm(
+        &self,
+        a: Vec<Fr>,
+        b: Vec<Fr>,
+        c: Vec<Fr>,
+        h_bases: &[blstrs::G1Affine],
+    ) -> Result<(blstrs::G1Projective, std::time::Duration), crate::BackendError> {
+        self.gate()?;
+        self.inner.h_msm(a, b, c, h_bases)
+    }
+    fn holds_params(&self, srs: &crate::Srs) -> bool {
+        self.inner.holds_params(srs)
+    }
+    fn device_lock(&self) -> Option<&crate::region::DeviceLock> {
+        self.inner.device_lock()
+    }
+}

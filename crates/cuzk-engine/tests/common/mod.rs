@@ -259,94 +259,9 @@ pub fn wait_state(e: &Engine, id: &str, state: JobState) {
     }
 }
 
-/// The CPU backend, failing on command as a GPU would (`BackendError::Unavailable`, "injected
-/// failure"): every call after the first `fail_after` ones fails, until `recover`. Counts the
-/// calls that ran and the ones that failed.
-pub struct FailingBackend {
-    /// Calls left before it fails (`u64::MAX`: it never does).
-    calls_left: AtomicU64,
-    pub ran: AtomicU64,
-    pub failed: AtomicU64,
+/// The CPU backend, failing on command as a GPU would (cuzk_groth16::testing::FailingBackend).
+pub fn failing_cpu() -> Arc<FailingBackend> {
+    FailingBackend::new(Arc::new(cuzk_groth16::CpuBackend))
 }
 
-impl FailingBackend {
-    pub fn new() -> Arc<FailingBackend> {
-        Arc::new(FailingBackend { calls_left: AtomicU64::new(u64::MAX), ran: AtomicU64::new(0), failed: AtomicU64::new(0) })
-    }
-
-    /// Runs `n` more calls, then fails every call.
-    pub fn fail_after(&self, n: u64) {
-        self.calls_left.store(n, Ordering::SeqCst);
-    }
-
-    pub fn recover(&self) {
-        self.calls_left.store(u64::MAX, Ordering::SeqCst);
-    }
-
-    fn gate(&self) -> Result<(), cuzk_groth16::BackendError> {
-        let left = self.calls_left.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| match n {
-            u64::MAX => Some(n),
-            0 => None,
-            n => Some(n - 1),
-        });
-        if left.is_err() {
-            self.failed.fetch_add(1, Ordering::SeqCst);
-            return Err(cuzk_groth16::BackendError::Unavailable { backend: "test", reason: "injected failure".into() });
-        }
-        self.ran.fetch_add(1, Ordering::SeqCst);
-        Ok(())
-    }
-}
-
-impl cuzk_groth16::Backend for FailingBackend {
-    fn name(&self) -> &'static str {
-        "failing-cpu"
-    }
-    fn ntt(&self, values: &mut [blstrs::Scalar], d: cuzk_groth16::NttDirection) -> Result<(), cuzk_groth16::BackendError> {
-        self.gate()?;
-        cuzk_groth16::CpuBackend.ntt(values, d)
-    }
-    fn coset_quotient(
-        &self,
-        a: &mut [blstrs::Scalar],
-        b: &[blstrs::Scalar],
-        c: &[blstrs::Scalar],
-    ) -> Result<(), cuzk_groth16::BackendError> {
-        self.gate()?;
-        cuzk_groth16::CpuBackend.coset_quotient(a, b, c)
-    }
-    fn msm_g1(
-        &self,
-        bases: &[blstrs::G1Affine],
-        sel: cuzk_groth16::Selection<'_>,
-        s: &[blstrs::Scalar],
-    ) -> Result<blstrs::G1Projective, cuzk_groth16::BackendError> {
-        self.gate()?;
-        cuzk_groth16::CpuBackend.msm_g1(bases, sel, s)
-    }
-    fn msm_g2(
-        &self,
-        bases: &[blstrs::G2Affine],
-        sel: cuzk_groth16::Selection<'_>,
-        s: &[blstrs::Scalar],
-    ) -> Result<blstrs::G2Projective, cuzk_groth16::BackendError> {
-        self.gate()?;
-        cuzk_groth16::CpuBackend.msm_g2(bases, sel, s)
-    }
-    fn sum_g1(
-        &self,
-        bases: &[blstrs::G1Affine],
-        sel: cuzk_groth16::Selection<'_>,
-    ) -> Result<blstrs::G1Projective, cuzk_groth16::BackendError> {
-        self.gate()?;
-        cuzk_groth16::CpuBackend.sum_g1(bases, sel)
-    }
-    fn sum_g2(
-        &self,
-        bases: &[blstrs::G2Affine],
-        sel: cuzk_groth16::Selection<'_>,
-    ) -> Result<blstrs::G2Projective, cuzk_groth16::BackendError> {
-        self.gate()?;
-        cuzk_groth16::CpuBackend.sum_g2(bases, sel)
-    }
-}
+pub use cuzk_groth16::testing::FailingBackend;
