@@ -14,7 +14,9 @@
 # the 32 GiB shape). CUZK_DEVICES (1) is the device count, or a list such as 1,2: on the
 # two-GPU kind (nvidia-h200-x2), GPUs 0..N-1 each prove partitions, and the run ends with the
 # throughput of 2 devices against 1 from the same process. CUZK_VRAM_BUDGET (full) is each
-# GPU's memory budget, e.g. 14GiB (a 16 GB card's). Logs go to $OUT.
+# GPU's memory budget, e.g. 14GiB (a 16 GB card's). CUZK_FAIL_DEVICE (none) makes that
+# device fail mid-run, after CUZK_FAIL_AFTER (20) backend calls (`--fail-device`): its
+# partitions are proved again on the others. Logs go to $OUT.
 set -u -o pipefail
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT" /tmp/bin /tmp/s32
@@ -32,7 +34,7 @@ if [ "${CUZK_URGENT:-0}" -gt 0 ]; then
 fi
 /usr/bin/time -v /tmp/bin/cuzk-bench engine-bench --c1 /tmp/s32/c1.shape-only.json --proofs "${CUZK_PROOFS:-3}" \
   --synthesis-workers "${CUZK_SYNTH_WORKERS:-1}" --devices "${CUZK_DEVICES:-1}" --gpu-workers "${CUZK_GPU_WORKERS:-1}" --vram-budget "${CUZK_VRAM_BUDGET:-full}" ${CUZK_BUDGET_GIB:+--memory-budget-gib $CUZK_BUDGET_GIB} \
-  ${CUZK_HOST_RELEASE_DIR:+--host-release-dir $CUZK_HOST_RELEASE_DIR} ${urgent[@]+"${urgent[@]}"} > "$OUT/engine-32gib.txt" 2>&1
+  ${CUZK_HOST_RELEASE_DIR:+--host-release-dir $CUZK_HOST_RELEASE_DIR} ${CUZK_FAIL_DEVICE:+--fail-device $CUZK_FAIL_DEVICE --fail-after ${CUZK_FAIL_AFTER:-20}} ${urgent[@]+"${urgent[@]}"} > "$OUT/engine-32gib.txt" 2>&1
 status=$?
 grep -v "^\s*$" "$OUT/engine-32gib.txt" | grep -v "^\s*S job\|^\s*G job" | tail -60
 exit $status
