@@ -3,6 +3,7 @@
 #include "ntt.cuh"
 #include "msm.cuh"
 #include "msm_affine.cuh"
+#include "random.cuh"
 
 using namespace cuzk;
 
@@ -127,3 +128,13 @@ extern "C" __global__ void cuzk_fq_group_backprop(fq_t* vals, uint64_t count, ui
 }
 extern "C" __global__ void cuzk_fq_invert_each(fq_t* vals, uint64_t count) { fq_invert_each(vals, count); }
 CUZK_CURVE_KERNELS(g2, fq2_t)
+
+// Random parameter points for benches (random.cuh), once per group.
+extern "C" __global__ void cuzk_g1_random_run(const g1_affine_t* starts, const g1_affine_t* steps, g1_affine_t* out,
+                                              uint64_t n, uint32_t log_run) {
+    random_run_points<fq_t>(starts, steps, out, n, log_run);
+}
+extern "C" __global__ void cuzk_g2_random_run(const g2_affine_t* starts, const g2_affine_t* steps, g2_affine_t* out,
+                                              uint64_t n, uint32_t log_run) {
+    random_run_points<fq2_t>(starts, steps, out, n, log_run);
+}

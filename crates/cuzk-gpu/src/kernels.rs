@@ -86,6 +86,8 @@ kernels! {
     g2_sum_partials = "cuzk_g2_sum_partials",
     g2_xyzz_sum_partials = "cuzk_g2_xyzz_sum_partials",
     g2_xyzz_to_jacobian = "cuzk_g2_xyzz_to_jacobian",
+    g1_random_run = "cuzk_g1_random_run",
+    g2_random_run = "cuzk_g2_random_run",
 }
 
 /// The kernels of one group's MSM (G1 or G2).

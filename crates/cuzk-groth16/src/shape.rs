@@ -254,19 +254,40 @@ macro_rules! batch_affine {
 batch_affine!(G1Projective, G1Affine, blst::blst_p1, blst::blst_p1_affine, blst_p1s_to_affine);
 batch_affine!(G2Projective, G2Affine, blst::blst_p2, blst::blst_p2_affine, blst_p2s_to_affine);
 
-/// `n` distinct random points, fast and deterministic in `(seed, stream)`: per chunk of
-/// 4096 a random start and a random affine step, one mixed addition per point, then one
-/// batch conversion of the chunk straight into the output. Benches and tests only.
+/// Points per run of [`random_points`]: each run starts at its own random point and steps
+/// by its own random point.
+pub const RUN_LOG: u32 = 12;
+
+/// The start and step of each run of [`random_points`]`(n, seed, stream)`, in affine form:
+/// point j of run k is `start_k + (j + 1) step_k`. A device that makes the points
+/// (cuzk-gpu's [`RandomPoints`]) takes these from here, so that both make the same points.
+pub fn run_seeds<P>(n: usize, seed: u64, stream: u64) -> Vec<(P::Affine, P::Affine)>
+where
+    P: BatchAffine + Curve<AffineRepr = <P as BatchAffine>::Affine>,
+{
+    (0..n.div_ceil(1 << RUN_LOG))
+        .into_par_iter()
+        .map(|k| {
+            let mut r = rng(seed, stream << 40 | k as u64);
+            let step = P::random(&mut r).to_affine();
+            let start = P::random(&mut r).to_affine();
+            (start, step)
+        })
+        .collect()
+}
+
+/// `n` distinct random points, fast and deterministic in `(seed, stream)`: per run of
+/// 2^[`RUN_LOG`] a random start and a random affine step ([`run_seeds`]), one mixed addition
+/// per point, then one batch conversion of the run straight into the output. Benches and
+/// tests only.
 pub fn random_points<P>(n: usize, seed: u64, stream: u64) -> Vec<P::Affine>
 where
     P: BatchAffine + Curve<AffineRepr = <P as BatchAffine>::Affine>,
 {
-    const PTS: usize = 1 << 12;
+    let seeds = run_seeds::<P>(n, seed, stream);
     let mut out = vec![P::identity_affine(); n];
-    out.par_chunks_mut(PTS).enumerate().for_each(|(k, o)| {
-        let mut r = rng(seed, stream << 40 | k as u64);
-        let step = P::random(&mut r).to_affine();
-        let mut p = P::random(&mut r);
+    out.par_chunks_mut(1 << RUN_LOG).zip(seeds).for_each(|(o, (start, step))| {
+        let mut p = P::add_affine(&P::identity(), &start);
         let proj: Vec<P> = (0..o.len())
             .map(|_| {
                 p = P::add_affine(&p, &step);
@@ -278,12 +299,43 @@ where
     out
 }
 
+/// Where the random parameter points of [`random_srs_with`] are made: on the host
+/// ([`HostPoints`], [`random_points`]) or on a device, which must make exactly the points
+/// [`random_points`] makes (from [`run_seeds`]).
+pub trait RandomPoints: Sync {
+    /// Where, for messages ("host", "gpu0").
+    fn place(&self) -> String;
+    fn g1(&self, n: usize, seed: u64, stream: u64) -> Result<Vec<G1Affine>, crate::BackendError>;
+    fn g2(&self, n: usize, seed: u64, stream: u64) -> Result<Vec<G2Affine>, crate::BackendError>;
+}
+
+/// [`random_points`] on the host's cores.
+pub struct HostPoints;
+
+impl RandomPoints for HostPoints {
+    fn place(&self) -> String {
+        "host".into()
+    }
+    fn g1(&self, n: usize, seed: u64, stream: u64) -> Result<Vec<G1Affine>, crate::BackendError> {
+        Ok(random_points::<G1Projective>(n, seed, stream))
+    }
+    fn g2(&self, n: usize, seed: u64, stream: u64) -> Result<Vec<G2Affine>, crate::BackendError> {
+        Ok(random_points::<G2Projective>(n, seed, stream))
+    }
+}
+
 /// Random parameters with exactly `shape`'s section sizes (shape-only: no setup made them,
 /// no proof made with them verifies). Host memory: `shape.point_bytes()`. The G1 sections
 /// h, l, a and b_g1 are prefixes of one pool of distinct random points (generating 47 GB
 /// point by point costs minutes; copying takes seconds): points are distinct within each
 /// section, which is what an MSM's cost depends on.
 pub fn random_srs(shape: &SrsShape, seed: u64) -> Srs {
+    random_srs_with(shape, seed, &HostPoints).expect("the host's generator does not fail")
+}
+
+/// [`random_srs`] with its point sections made by `points` (the same parameters wherever
+/// they are made).
+pub fn random_srs_with(shape: &SrsShape, seed: u64, points: &dyn RandomPoints) -> Result<Srs, crate::BackendError> {
     let mut r = rng(seed, 0);
     let g1 = |r: &mut ChaCha20Rng| G1Projective::random(r).to_affine();
     let g2 = |r: &mut ChaCha20Rng| G2Projective::random(r).to_affine();
@@ -294,20 +346,20 @@ pub fn random_srs(shape: &SrsShape, seed: u64) -> Srs {
         gamma_g2: g2(&mut r),
         delta_g1: g1(&mut r),
         delta_g2: g2(&mut r),
-        ic: random_points::<G1Projective>(shape.ic, seed, 1),
+        ic: points.g1(shape.ic, seed, 1)?,
     };
     let largest = shape.h.max(shape.l).max(shape.a).max(shape.b_g1);
-    let pool = random_points::<G1Projective>(largest, seed, 2);
+    let pool = points.g1(largest, seed, 2)?;
     let prefix = |n: usize| pool[..n].to_vec().into();
-    Srs {
+    Ok(Srs {
         path: PathBuf::from(format!("<random shape-only parameters, seed {seed}>")),
         vk,
         h: prefix(shape.h),
         l: prefix(shape.l),
         a: prefix(shape.a),
         b_g1: prefix(shape.b_g1),
-        b_g2: random_points::<G2Projective>(shape.b_g2, seed, 6).into(),
-    }
+        b_g2: points.g2(shape.b_g2, seed, 6)?.into(),
+    })
 }
 
 #[cfg(test)]
@@ -333,6 +385,28 @@ mod tests {
             c: ScalarMix { zero: 0.6, one: 0.1 },
             aux: ScalarMix { zero: 0.4, one: 0.45 },
         }
+    }
+
+    /// The contract a device generator follows: point j of run k is start_k + (j + 1) step_k,
+    /// for a partial last run too, and the points are distinct.
+    #[test]
+    fn random_points_are_runs_from_their_seeds() {
+        let n = (1 << RUN_LOG) + 1000;
+        let pts = random_points::<G1Projective>(n, 9, 3);
+        let seeds = run_seeds::<G1Projective>(n, 9, 3);
+        assert_eq!(seeds.len(), 2);
+        for i in [0, 1, 4095, 4096, 4097, n - 1] {
+            let (start, step) = seeds[i >> RUN_LOG];
+            let j = (i & ((1 << RUN_LOG) - 1)) as u64 + 1;
+            assert_eq!(pts[i], (G1Projective::from(start) + G1Projective::from(step) * Scalar::from(j)).to_affine(), "point {i}");
+        }
+        let g2 = random_points::<G2Projective>(10, 9, 4);
+        let (start, step) = run_seeds::<G2Projective>(10, 9, 4)[0];
+        assert_eq!(g2[9], (G2Projective::from(start) + G2Projective::from(step) * Scalar::from(10u64)).to_affine());
+        let mut distinct: Vec<_> = pts.iter().map(|p| p.to_compressed()).collect();
+        distinct.sort_unstable();
+        distinct.dedup();
+        assert_eq!(distinct.len(), n);
     }
 
     /// A shape witness has the shape's counts, draws about its mix, and random parameters
