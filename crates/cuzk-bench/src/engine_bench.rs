@@ -5,7 +5,7 @@
 //! shape-only input (cuzk_filecoin::shape_c1) can never satisfy its circuit or verify:
 //! partitions are synthesized with `PoRepJob::synthesize_unchecked`, and the proofs are
 //! not verified. The parameters are random with the exact section sizes of the circuit
-//! (cuzk_groth16::shape::random_srs), held by the runner rather than the engine's residency.
+//! (cuzk_groth16::shape::random_srs_with, made on GPU 0 or the host), held by the runner rather than the engine's residency.
 //! Everything else (compiled synthesis, `cuzk_groth16::prove` on the device, the engine's
 //! scheduling) is the production code. The output says all of this.
 //!
@@ -89,6 +89,10 @@ pub struct EngineBenchArgs {
     /// 7 to 9).
     #[arg(long, default_value_t = 20)]
     pub fail_after: u64,
+    /// Where the random parameters are made [default: device with the GPU backend, host
+    /// with the CPU one]; the same points either way.
+    #[arg(long, value_enum)]
+    pub params_on: Option<crate::shape_bench::ParamsOn>,
 }
 
 /// One span of the timeline, from the bench's start.
@@ -276,6 +280,8 @@ fn load_shape(
     path: &std::path::Path,
     seed: u64,
     spill: Option<&std::path::Path>,
+    params_on: Option<crate::shape_bench::ParamsOn>,
+    backend: crate::shape_bench::ShapeBackend,
 ) -> Result<(Vec<u8>, Shape, cuzk_groth16::SrsShape)> {
     let raw = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
     if !cuzk_filecoin::shape_c1::is_shape_only(&raw) {
@@ -294,14 +300,7 @@ fn load_shape(
     let shape = cuzk_groth16::prover::required_shape(&w);
     drop(w);
     println!("  {:?}: compiled circuit recorded in {:.1} s (before the run)", input.registered_proof(), t.elapsed().as_secs_f64());
-    let t = Instant::now();
-    let mut srs = cuzk_groth16::shape::random_srs(&shape, seed);
-    println!(
-        "  random parameters of shape {:?}: {:.1} GB in {:.1} s",
-        shape,
-        shape.point_bytes() as f64 / 1e9,
-        t.elapsed().as_secs_f64()
-    );
+    let mut srs = crate::shape_bench::make_random_srs(&shape, seed, params_on, backend)?;
     if let Some(dir) = spill {
         let t = Instant::now();
         let bytes = srs.spill_to(dir)?;
@@ -340,13 +339,13 @@ pub fn run(args: &EngineBenchArgs) -> Result<()> {
          never a proof); the daemon verifies every proof"
     );
     let spill = args.host_release_dir.as_deref();
-    let (raw, main, shape) = load_shape(&args.c1, args.seed, spill)?;
+    let (raw, main, shape) = load_shape(&args.c1, args.seed, spill, args.params_on, args.backend)?;
     let partitions = main.partitions;
     let footprint = main.footprint;
     let mut shapes = vec![main.clone()];
     let urgent = match &args.urgent_c1 {
         Some(path) if args.urgent > 0 => {
-            let (raw, entry, _) = load_shape(path, args.seed + 1, spill)?;
+            let (raw, entry, _) = load_shape(path, args.seed + 1, spill, args.params_on, args.backend)?;
             if entry.sector_size == main.sector_size {
                 bail!("--urgent-c1 must be of another sector size than --c1");
             }

@@ -59,12 +59,54 @@ pub struct ShapeBenchArgs {
     /// times on a split pool of each of these thread counts; no parameters, no GPU.
     #[arg(long, value_delimiter = ',')]
     pub split_only: Vec<usize>,
+    /// Where the random parameters are made [default: device with the GPU backend, host
+    /// with the CPU one]; the same points either way.
+    #[arg(long, value_enum)]
+    pub params_on: Option<ParamsOn>,
 }
 
 #[derive(Clone, Copy, Debug, clap::ValueEnum, PartialEq, Eq)]
 pub enum ShapeBackend {
     Cpu,
     Gpu,
+}
+
+/// Where random parameters are made: the host's cores, or GPU 0 (kernels/random.cuh; the
+/// same points, `cuzk_groth16::shape::RandomPoints`), downloaded into the host copy.
+#[derive(Clone, Copy, Debug, clap::ValueEnum, PartialEq, Eq)]
+pub enum ParamsOn {
+    Host,
+    Device,
+}
+
+/// Random parameters of `shape` (shape-only: they cannot verify), made where `on` says
+/// (default: the device with the GPU backend); prints where, how long, and the host RSS.
+pub(crate) fn make_random_srs(
+    shape: &cuzk_groth16::SrsShape,
+    seed: u64,
+    on: Option<ParamsOn>,
+    backend: ShapeBackend,
+) -> Result<cuzk_groth16::Srs> {
+    let on = on.unwrap_or(if backend == ShapeBackend::Gpu { ParamsOn::Device } else { ParamsOn::Host });
+    let t = Instant::now();
+    let (srs, place) = match on {
+        ParamsOn::Host => (random_srs(shape, seed), "the host".to_string()),
+        ParamsOn::Device => {
+            use cuzk_groth16::shape::RandomPoints;
+            // Its own context on GPU 0, closed before the bench opens its backends.
+            let gpu = cuzk_gpu::GpuBackend::new().context("--params-on device needs GPU 0")?;
+            let srs = cuzk_groth16::shape::random_srs_with(shape, seed, &gpu)?;
+            (srs, gpu.place())
+        }
+    };
+    println!(
+        "random parameters of shape {shape:?} ({:.1} GB, shape-only: nothing made with them verifies) made on {place} in \
+         {:.1} s; host RSS {:.1} GiB",
+        shape.point_bytes() as f64 / 1e9,
+        t.elapsed().as_secs_f64(),
+        gib(rss().0)
+    );
+    Ok(srs)
 }
 
 /// The goal of issue #9 for the 32 GiB partition, by budget: 1.0 s with the parameters
@@ -249,14 +291,7 @@ pub fn run(args: &ShapeBenchArgs) -> Result<()> {
     if !args.split_only.is_empty() {
         return split_rows(args, &witness);
     }
-    let t = Instant::now();
-    let mut srs = random_srs(&srs_shape, args.seed);
-    let (rss_now, _) = rss();
-    println!(
-        "random parameters generated on the host in {:.1} s; host RSS {:.1} GiB",
-        t.elapsed().as_secs_f64(),
-        gib(rss_now)
-    );
+    let mut srs = make_random_srs(&srs_shape, args.seed, args.params_on, args.backend)?;
     if let Some(dir) = &args.host_release_dir {
         let t = Instant::now();
         let bytes = srs.spill_to(dir)?;

@@ -281,6 +281,26 @@ impl GpuBackend {
     }
 }
 
+/// The random parameter points of `cuzk_groth16::shape::random_srs_with`, made on this
+/// device (crate::random): the same points as the host's generator.
+impl cuzk_groth16::shape::RandomPoints for GpuBackend {
+    fn place(&self) -> String {
+        format!("gpu{} {}", self.gpu.info().ordinal, self.gpu.info().name)
+    }
+    fn g1(&self, n: usize, seed: u64, stream: u64) -> Result<Vec<G1Affine>, BackendError> {
+        let seeds = cuzk_groth16::shape::run_seeds::<G1Projective>(n, seed, stream);
+        let mut out = vec![G1Affine::default(); n];
+        crate::random::random_points::<G1>(&self.gpu, &seeds, &mut out).map_err(unavailable)?;
+        Ok(out)
+    }
+    fn g2(&self, n: usize, seed: u64, stream: u64) -> Result<Vec<G2Affine>, BackendError> {
+        let seeds = cuzk_groth16::shape::run_seeds::<G2Projective>(n, seed, stream);
+        let mut out = vec![G2Affine::default(); n];
+        crate::random::random_points::<G2>(&self.gpu, &seeds, &mut out).map_err(unavailable)?;
+        Ok(out)
+    }
+}
+
 impl Backend for GpuBackend {
     fn name(&self) -> &'static str {
         "gpu"

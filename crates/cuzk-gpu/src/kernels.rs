@@ -99,6 +99,8 @@ pub(crate) struct CurveKernels {
     pub(crate) sum_partials: Kernel,
     pub(crate) xyzz_sum_partials: Kernel,
     pub(crate) xyzz_to_jacobian: Kernel,
+    /// Random parameter points (kernels/random.cuh).
+    pub(crate) random_run: Kernel,
 }
 
 impl Kernels {
@@ -110,6 +112,7 @@ impl Kernels {
             sum_partials: self.g1_sum_partials,
             xyzz_sum_partials: self.g1_xyzz_sum_partials,
             xyzz_to_jacobian: self.g1_xyzz_to_jacobian,
+            random_run: self.g1_random_run,
         }
     }
     pub(crate) fn g2(&self) -> CurveKernels {
@@ -120,6 +123,7 @@ impl Kernels {
             sum_partials: self.g2_sum_partials,
             xyzz_sum_partials: self.g2_xyzz_sum_partials,
             xyzz_to_jacobian: self.g2_xyzz_to_jacobian,
+            random_run: self.g2_random_run,
         }
     }
 }

@@ -19,6 +19,7 @@ pub mod kernels;
 mod msm;
 mod ntt;
 pub mod pinned;
+mod random;
 mod resident;
 
 pub use arena::{ArenaCounters, DeviceBuffer, VramArena};

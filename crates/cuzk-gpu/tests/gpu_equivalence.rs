@@ -732,3 +732,33 @@ fn bucket_keys_derived_and_stored_match_cpu() {
     }
     say("bucket keys derived and stored: G1 (4 scalar kinds), G2 and H MSMs at the default width and 4 bits, and G1 in chunks of a 16 MiB arena, equal to the CPU backend");
 }
+
+/// Random parameter points made on the device equal the host generator's byte for byte: G1
+/// over more than one launch slice (2^22 points) with a partial last run, G2 a partial run;
+/// and a whole random parameter set made on the device equals the host's.
+#[test]
+fn random_points_on_the_device_equal_the_hosts() {
+    use blstrs::{G1Projective, G2Projective};
+    use cuzk_groth16::shape::{random_points, random_srs, random_srs_with, RandomPoints};
+    let Some((gpu, _serial)) = gpu() else { return };
+    let n = (1 << 22) + 5000;
+    let t = Instant::now();
+    let want = random_points::<G1Projective>(n, 5, 2);
+    let host = t.elapsed();
+    let t = Instant::now();
+    let got = gpu.g1(n, 5, 2).unwrap();
+    let device = t.elapsed();
+    if let Some(i) = (0..n).find(|&i| got[i] != want[i]) {
+        panic!("G1 point {i} of {n} made on the device differs from the host's");
+    }
+    eprintln!("random G1 points, {n}: host {host:?}, device (with the download) {device:?}");
+    let want = random_points::<G2Projective>(3000, 5, 6);
+    assert!(gpu.g2(3000, 5, 6).unwrap() == want, "G2 points made on the device differ from the host's");
+    let shape = cuzk_groth16::SrsShape { h: 8191, l: 6000, a: 7000, b_g1: 3000, b_g2: 3000, ic: 9 };
+    let (a, b) = (random_srs(&shape, 8), random_srs_with(&shape, 8, &gpu).unwrap());
+    assert!(
+        *a.h == *b.h && *a.l == *b.l && *a.a == *b.a && *a.b_g1 == *b.b_g1 && *a.b_g2 == *b.b_g2 && a.vk.ic == b.vk.ic,
+        "a parameter set made on the device differs from the host's"
+    );
+    assert_arena_empty(&gpu);
+}

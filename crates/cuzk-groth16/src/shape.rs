@@ -348,16 +348,27 @@ pub fn random_srs_with(shape: &SrsShape, seed: u64, points: &dyn RandomPoints) -
         delta_g2: g2(&mut r),
         ic: points.g1(shape.ic, seed, 1)?,
     };
-    let largest = shape.h.max(shape.l).max(shape.a).max(shape.b_g1);
-    let pool = points.g1(largest, seed, 2)?;
-    let prefix = |n: usize| pool[..n].to_vec().into();
+    // h, l, a and b_g1 are prefixes of one pool: copies in parallel, and the pool itself
+    // (truncated) for the longest.
+    let sizes = [shape.h, shape.l, shape.a, shape.b_g1];
+    let longest = (0..4).max_by_key(|&i| (sizes[i], std::cmp::Reverse(i))).unwrap_or(0);
+    let mut pool = points.g1(sizes[longest], seed, 2)?;
+    let mut sections: [Vec<G1Affine>; 4] = Default::default();
+    for (i, n) in sizes.into_iter().enumerate() {
+        if i != longest {
+            sections[i] = pool[..n].par_iter().copied().collect();
+        }
+    }
+    pool.truncate(sizes[longest]);
+    sections[longest] = pool;
+    let [h, l, a, b_g1] = sections;
     Ok(Srs {
         path: PathBuf::from(format!("<random shape-only parameters, seed {seed}>")),
         vk,
-        h: prefix(shape.h),
-        l: prefix(shape.l),
-        a: prefix(shape.a),
-        b_g1: prefix(shape.b_g1),
+        h: h.into(),
+        l: l.into(),
+        a: a.into(),
+        b_g1: b_g1.into(),
         b_g2: points.g2(shape.b_g2, seed, 6)?.into(),
     })
 }

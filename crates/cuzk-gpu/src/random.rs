@@ -1,0 +1,47 @@
+//! Random parameter points made on the device, for benches: the points
+//! `cuzk_groth16::shape::random_points` makes on the host (the same runs from
+//! `shape::run_seeds`, kernels/random.cuh), so that a 32 GiB-shaped parameter set (47 GB)
+//! takes seconds rather than the host's minute. [`crate::GpuBackend`] implements
+//! `shape::RandomPoints` with it.
+
+use cuzk_groth16::shape::RUN_LOG;
+
+use crate::device::{arg, Gpu, SyncOnDrop};
+use crate::error::GpuError;
+use crate::msm::Curve;
+
+/// Points per launch and per download: whole runs, 400 MB of G1 or 800 MB of G2 points.
+const SLICE: usize = 1 << 22;
+const _: () = assert!(SLICE % (1 << RUN_LOG) == 0);
+
+/// Fills `out` with the points of the runs `seeds` (start, step) describe: point i is
+/// start + (j + 1) step of run i >> RUN_LOG, j = i mod 2^RUN_LOG. One slice of device memory,
+/// made and downloaded slice after slice.
+pub(crate) fn random_points<C: Curve>(gpu: &Gpu, seeds: &[(C::Affine, C::Affine)], out: &mut [C::Affine]) -> Result<(), GpuError> {
+    let n = out.len();
+    assert!(seeds.len() == n.div_ceil(1 << RUN_LOG), "one seed per run");
+    if n == 0 {
+        return Ok(());
+    }
+    let _region = gpu.enter()?;
+    let (starts, steps): (Vec<C::Affine>, Vec<C::Affine>) = seeds.iter().copied().unzip();
+    let starts_buf = gpu.alloc(starts.len() * C::AFFINE_BYTES)?;
+    let steps_buf = gpu.alloc(steps.len() * C::AFFINE_BYTES)?;
+    let slice = SLICE.min(n);
+    let out_buf = gpu.alloc(slice * C::AFFINE_BYTES)?;
+    let _sync = SyncOnDrop(gpu);
+    gpu.upload(&starts_buf, &starts)?;
+    gpu.upload(&steps_buf, &steps)?;
+    let kernel = C::kernels(&gpu.kernels).random_run;
+    let log_run = RUN_LOG;
+    for first in (0..n).step_by(slice) {
+        gpu.check_cancel()?;
+        let count = slice.min(n - first);
+        // The slice's first run: slices start on a run's first point.
+        let run0 = ((first >> RUN_LOG) * C::AFFINE_BYTES) as u64;
+        let (s, t, o, c) = (starts_buf.ptr() + run0, steps_buf.ptr() + run0, out_buf.ptr(), count as u64);
+        gpu.launch(kernel, count, 128, 0, &mut [arg(&s), arg(&t), arg(&o), arg(&c), arg(&log_run)])?;
+        gpu.download_to(&mut out[first..first + count], o)?;
+    }
+    gpu.sync()
+}
