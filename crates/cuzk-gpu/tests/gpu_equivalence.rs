@@ -755,7 +755,7 @@ fn random_points_on_the_device_equal_the_hosts() {
     let want = random_points::<G2Projective>(3000, 5, 6);
     assert!(gpu.g2(3000, 5, 6).unwrap() == want, "G2 points made on the device differ from the host's");
     let shape = cuzk_groth16::SrsShape { h: 8191, l: 6000, a: 7000, b_g1: 3000, b_g2: 3000, ic: 9 };
-    let (a, b) = (random_srs(&shape, 8), random_srs_with(&shape, 8, &gpu).unwrap());
+    let (a, b) = (random_srs(&shape, 8), random_srs_with(&shape, 8, gpu).unwrap());
     assert!(
         *a.h == *b.h && *a.l == *b.l && *a.a == *b.a && *a.b_g1 == *b.b_g1 && *a.b_g2 == *b.b_g2 && a.vk.ic == b.vk.ic,
         "a parameter set made on the device differs from the host's"
