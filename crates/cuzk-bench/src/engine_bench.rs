@@ -72,9 +72,9 @@ pub struct EngineBenchArgs {
     /// the engine is reconfigured between them (the same run measures the lane on and off).
     #[arg(long, value_delimiter = ',', default_value = "1,0")]
     pub urgent_lanes: Vec<usize>,
-    /// Spill the random parameters to an unlinked file in this directory and give their
-    /// host copy back once the device holds them all (the daemon's `[srs]
-    /// host_release_dir`); the peak RSS is then also measured from the release on.
+    /// Write the random parameters into an unlinked file in this directory as they are
+    /// made, and give their host pages back once the device holds them all (the daemon's
+    /// `[srs] host_release_dir`); the peak RSS is then also measured from the release on.
     #[arg(long)]
     pub host_release_dir: Option<PathBuf>,
     /// In the runs with more devices than this index, this device fails mid-run: after
@@ -300,17 +300,7 @@ fn load_shape(
     let shape = cuzk_groth16::prover::required_shape(&w);
     drop(w);
     println!("  {:?}: compiled circuit recorded in {:.1} s (before the run)", input.registered_proof(), t.elapsed().as_secs_f64());
-    let mut srs = crate::shape_bench::make_random_srs(&shape, seed, params_on, backend)?;
-    if let Some(dir) = spill {
-        let t = Instant::now();
-        let bytes = srs.spill_to(dir)?;
-        println!(
-            "  spilled to an unlinked file in {} ({:.1} GiB) in {:.1} s; released once the device holds them all",
-            dir.display(),
-            bytes as f64 / (1u64 << 30) as f64,
-            t.elapsed().as_secs_f64()
-        );
-    }
+    let srs = crate::shape_bench::make_random_srs(&shape, seed, params_on, backend, spill)?;
     let srs = Arc::new(srs);
     let entry = Shape {
         sector_size: u64::from(input.registered_proof().sector_size()),

@@ -14,7 +14,7 @@ use anyhow::{bail, Context, Result};
 use blstrs::Scalar;
 use cuzk_gpu::{GpuBackend, VramBudget};
 use cuzk_groth16::prover::required_shape;
-use cuzk_groth16::shape::{random_srs, shape_witness, PartitionShape, WitnessMix};
+use cuzk_groth16::shape::{shape_witness, PartitionShape, WitnessMix};
 use cuzk_groth16::{Backend, CpuBackend, PartitionWitness, ProveTimings, Srs};
 
 #[derive(clap::Args)]
@@ -50,9 +50,10 @@ pub struct ShapeBenchArgs {
     /// CUZK_GPU_H_MSM_FROM_HOST=1). Repeatable.
     #[arg(long = "variant")]
     pub variants: Vec<String>,
-    /// Spill the random parameters to an unlinked file in this directory (as the daemon's
-    /// `[srs] host_release_dir`) and give their host copy back once the GPU holds them all;
-    /// the rounds after it show what a released host copy costs.
+    /// Write the random parameters into an unlinked file in this directory as they are made
+    /// (as the daemon's `[srs] host_release_dir` spills), and give their host pages back
+    /// once the GPU holds them all; the rounds after it show what a released host copy
+    /// costs.
     #[arg(long)]
     pub host_release_dir: Option<PathBuf>,
     /// Only the scalar split (what `prove()` runs on the CPU beside the H step), `--rounds`
@@ -80,30 +81,40 @@ pub enum ParamsOn {
 }
 
 /// Random parameters of `shape` (shape-only: they cannot verify), made where `on` says
-/// (default: the device with the GPU backend); prints where, how long, and the host RSS.
+/// (default: the device with the GPU backend); with `spill`, written slice by slice into
+/// an unlinked spill file there (`shape::random_srs_spilled`: never whole in host memory,
+/// and their host pages can be given back once a device holds them). Prints where, how
+/// long, and the host RSS.
 pub(crate) fn make_random_srs(
     shape: &cuzk_groth16::SrsShape,
     seed: u64,
     on: Option<ParamsOn>,
     backend: ShapeBackend,
+    spill: Option<&std::path::Path>,
 ) -> Result<cuzk_groth16::Srs> {
+    use cuzk_groth16::shape::{random_srs_spilled, random_srs_with, HostPoints, RandomPoints};
     let on = on.unwrap_or(if backend == ShapeBackend::Gpu { ParamsOn::Device } else { ParamsOn::Host });
     let t = Instant::now();
-    let (srs, place) = match on {
-        ParamsOn::Host => (random_srs(shape, seed), "the host".to_string()),
-        ParamsOn::Device => {
-            use cuzk_groth16::shape::RandomPoints;
-            // Its own context on GPU 0, closed before the bench opens its backends.
-            let gpu = cuzk_gpu::GpuBackend::new().context("--params-on device needs GPU 0")?;
-            let srs = cuzk_groth16::shape::random_srs_with(shape, seed, &gpu)?;
-            (srs, gpu.place())
-        }
+    // On the device: its own context on GPU 0, closed before the bench opens its backends.
+    let gpu = match on {
+        ParamsOn::Host => None,
+        ParamsOn::Device => Some(cuzk_gpu::GpuBackend::new().context("--params-on device needs GPU 0")?),
+    };
+    let points: &dyn RandomPoints = match &gpu {
+        Some(g) => g,
+        None => &HostPoints,
+    };
+    let srs = match spill {
+        Some(dir) => random_srs_spilled(shape, seed, points, dir).with_context(|| format!("random parameters spilled to {}", dir.display()))?,
+        None => random_srs_with(shape, seed, points)?,
     };
     println!(
-        "random parameters of shape {shape:?} ({:.1} GB, shape-only: nothing made with them verifies) made on {place} in \
-         {:.1} s; host RSS {:.1} GiB",
+        "random parameters of shape {shape:?} ({:.1} GB, shape-only: nothing made with them verifies) made on {} in \
+         {:.1} s{}; host RSS {:.1} GiB",
         shape.point_bytes() as f64 / 1e9,
+        if gpu.is_some() { points.place() } else { "the host".into() },
         t.elapsed().as_secs_f64(),
+        spill.map(|d| format!(", written slice by slice to an unlinked spill file in {} (released once the GPU holds them all)", d.display())).unwrap_or_default(),
         gib(rss().0)
     );
     Ok(srs)
@@ -291,18 +302,7 @@ pub fn run(args: &ShapeBenchArgs) -> Result<()> {
     if !args.split_only.is_empty() {
         return split_rows(args, &witness);
     }
-    let mut srs = make_random_srs(&srs_shape, args.seed, args.params_on, args.backend)?;
-    if let Some(dir) = &args.host_release_dir {
-        let t = Instant::now();
-        let bytes = srs.spill_to(dir)?;
-        println!(
-            "parameters spilled to an unlinked file in {} ({:.1} GiB) in {:.1} s; host RSS {:.1} GiB",
-            dir.display(),
-            gib(bytes),
-            t.elapsed().as_secs_f64(),
-            gib(rss().0)
-        );
-    }
+    let srs = make_random_srs(&srs_shape, args.seed, args.params_on, args.backend, args.host_release_dir.as_deref())?;
     let blinding = (Scalar::from(0x5eedu64), Scalar::from(0xb1d5u64));
     let check = args.backend == ShapeBackend::Gpu && args.check_cpu.unwrap_or(log_n <= 22);
     let reference = if check {

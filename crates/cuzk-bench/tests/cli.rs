@@ -122,6 +122,16 @@ fn shape_bench_runs_a_tiny_shape_on_the_cpu_and_refuses_unknown_shapes() {
         .expect("an 'in no stage' line");
     assert!(uncounted < 5.0, "{uncounted} ms of prove() in no stage:\n{stdout}");
 
+    // Parameters written into a spill file as they are made: the same proof path.
+    let spill = scratch("shape-spill");
+    let o = bench(&["shape-bench", "--shape", "2^12", "--backend", "cpu", "--rounds", "1", "--host-release-dir", s(&spill), "--mix-c1", s(&f.c1_path())]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains("made on the host in") && stdout.contains("written slice by slice to an unlinked spill file in"), "{stdout}");
+    assert!(stdout.contains("wall of prove()"), "{stdout}");
+    assert_eq!(std::fs::read_dir(&spill).unwrap().count(), 0, "the spill file is unlinked");
+    std::fs::remove_dir_all(&spill).ok();
+
     // The split alone: one row per pool size, the same counts in each.
     let o = bench(&["shape-bench", "--shape", "2^12", "--split-only", "1,2", "--rounds", "1", "--mix-c1", s(&f.c1_path())]);
     assert!(o.status.success(), "{}", stderr(&o));

@@ -288,16 +288,40 @@ impl cuzk_groth16::shape::RandomPoints for GpuBackend {
         format!("gpu{} {}", self.gpu.info().ordinal, self.gpu.info().name)
     }
     fn g1(&self, n: usize, seed: u64, stream: u64) -> Result<Vec<G1Affine>, BackendError> {
-        let seeds = cuzk_groth16::shape::run_seeds::<G1Projective>(n, seed, stream);
         let mut out = vec![G1Affine::default(); n];
-        crate::random::random_points::<G1>(&self.gpu, &seeds, &mut out).map_err(unavailable)?;
+        self.random_into::<G1>(&mut out, seed, stream)?;
         Ok(out)
     }
     fn g2(&self, n: usize, seed: u64, stream: u64) -> Result<Vec<G2Affine>, BackendError> {
-        let seeds = cuzk_groth16::shape::run_seeds::<G2Projective>(n, seed, stream);
         let mut out = vec![G2Affine::default(); n];
-        crate::random::random_points::<G2>(&self.gpu, &seeds, &mut out).map_err(unavailable)?;
+        self.random_into::<G2>(&mut out, seed, stream)?;
         Ok(out)
+    }
+    fn g1_each(&self, n: usize, seed: u64, stream: u64, sink: cuzk_groth16::shape::Sink<'_, G1Affine>) -> std::io::Result<()> {
+        let seeds = cuzk_groth16::shape::run_seeds::<G1Projective>(n, seed, stream);
+        crate::random::random_points::<G1>(&self.gpu, &seeds, n, sink).map_err(std::io::Error::other)
+    }
+    fn g2_each(&self, n: usize, seed: u64, stream: u64, sink: cuzk_groth16::shape::Sink<'_, G2Affine>) -> std::io::Result<()> {
+        let seeds = cuzk_groth16::shape::run_seeds::<G2Projective>(n, seed, stream);
+        crate::random::random_points::<G2>(&self.gpu, &seeds, n, sink).map_err(std::io::Error::other)
+    }
+}
+
+impl GpuBackend {
+    /// Random points made on the device into `out` (crate::random), each slice copied in
+    /// on the host's cores.
+    fn random_into<C: crate::msm::Curve>(&self, out: &mut [C::Affine], seed: u64, stream: u64) -> Result<(), BackendError>
+    where
+        C::Proj: cuzk_groth16::shape::BatchAffine<Affine = C::Affine> + group::Curve<AffineRepr = C::Affine>,
+    {
+        use rayon::prelude::*;
+        let seeds = cuzk_groth16::shape::run_seeds::<C::Proj>(out.len(), seed, stream);
+        let n = out.len();
+        crate::random::random_points::<C>(&self.gpu, &seeds, n, &mut |first, pts| {
+            out[first..first + pts.len()].par_chunks_mut(1 << 16).zip(pts.par_chunks(1 << 16)).for_each(|(d, s)| d.copy_from_slice(s));
+            Ok(())
+        })
+        .map_err(unavailable)
     }
 }
 

@@ -27,6 +27,9 @@ pub enum GpuError {
     },
     #[error("cancelled")]
     Cancelled,
+    /// Where points made on the device went (a spill file) refused them.
+    #[error("storing the points made on the device: {0}")]
+    Sink(String),
 }
 
 /// `map_err` adaptor naming the driver call that failed.

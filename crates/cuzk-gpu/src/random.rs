@@ -4,21 +4,22 @@
 //! takes seconds rather than the host's minute. [`crate::GpuBackend`] implements
 //! `shape::RandomPoints` with it.
 
-use cuzk_groth16::shape::RUN_LOG;
+use cuzk_groth16::shape::{RUN_LOG, SLICE};
 
 use crate::device::{arg, Gpu, SyncOnDrop};
 use crate::error::GpuError;
 use crate::msm::Curve;
 
-/// Points per launch and per download: whole runs, 400 MB of G1 or 800 MB of G2 points.
-const SLICE: usize = 1 << 22;
-const _: () = assert!(SLICE % (1 << RUN_LOG) == 0);
-
-/// Fills `out` with the points of the runs `seeds` (start, step) describe: point i is
-/// start + (j + 1) step of run i >> RUN_LOG, j = i mod 2^RUN_LOG. One slice of device memory,
-/// made and downloaded slice after slice.
-pub(crate) fn random_points<C: Curve>(gpu: &Gpu, seeds: &[(C::Affine, C::Affine)], out: &mut [C::Affine]) -> Result<(), GpuError> {
-    let n = out.len();
+/// Makes the points of the runs `seeds` (start, step) describe, `n` of them: point i is
+/// start + (j + 1) step of run i >> RUN_LOG, j = i mod 2^RUN_LOG. One slice of
+/// `shape::SLICE` points at a time is made, downloaded into a host buffer of that size and
+/// handed to `sink(first point, slice)`.
+pub(crate) fn random_points<C: Curve>(
+    gpu: &Gpu,
+    seeds: &[(C::Affine, C::Affine)],
+    n: usize,
+    sink: &mut dyn FnMut(usize, &[C::Affine]) -> std::io::Result<()>,
+) -> Result<(), GpuError> {
     assert!(seeds.len() == n.div_ceil(1 << RUN_LOG), "one seed per run");
     if n == 0 {
         return Ok(());
@@ -34,6 +35,7 @@ pub(crate) fn random_points<C: Curve>(gpu: &Gpu, seeds: &[(C::Affine, C::Affine)
     gpu.upload(&steps_buf, &steps)?;
     let kernel = C::kernels(&gpu.kernels).random_run;
     let log_run = RUN_LOG;
+    let mut host = vec![seeds[0].0; slice];
     for first in (0..n).step_by(slice) {
         gpu.check_cancel()?;
         let count = slice.min(n - first);
@@ -41,7 +43,8 @@ pub(crate) fn random_points<C: Curve>(gpu: &Gpu, seeds: &[(C::Affine, C::Affine)
         let run0 = ((first >> RUN_LOG) * C::AFFINE_BYTES) as u64;
         let (s, t, o, c) = (starts_buf.ptr() + run0, steps_buf.ptr() + run0, out_buf.ptr(), count as u64);
         gpu.launch(kernel, count, 128, 0, &mut [arg(&s), arg(&t), arg(&o), arg(&c), arg(&log_run)])?;
-        gpu.download_to(&mut out[first..first + count], o)?;
+        gpu.download_to(&mut host[..count], o)?;
+        sink(first, &host[..count]).map_err(|e| GpuError::Sink(e.to_string()))?;
     }
     gpu.sync()
 }

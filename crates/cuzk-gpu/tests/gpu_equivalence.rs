@@ -760,5 +760,9 @@ fn random_points_on_the_device_equal_the_hosts() {
         *a.h == *b.h && *a.l == *b.l && *a.a == *b.a && *a.b_g1 == *b.b_g1 && *a.b_g2 == *b.b_g2 && a.vk.ic == b.vk.ic,
         "a parameter set made on the device differs from the host's"
     );
+    // Written into a spill file slice by slice from the device: the same parameters.
+    let dir = tempfile::tempdir().unwrap();
+    let c = cuzk_groth16::shape::random_srs_spilled(&shape, 8, gpu, dir.path()).unwrap();
+    assert!(c.h.is_spilled() && *a.h == *c.h && *a.l == *c.l && *a.a == *c.a && *a.b_g1 == *c.b_g1 && *a.b_g2 == *c.b_g2);
     assert_arena_empty(&gpu);
 }

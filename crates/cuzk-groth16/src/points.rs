@@ -39,6 +39,12 @@ unsafe impl PlainPoint for G1Affine {}
 // SAFETY: as above.
 unsafe impl PlainPoint for G2Affine {}
 
+/// The bytes of plain points, as they are in memory (what a spill file holds).
+pub fn point_bytes<T: PlainPoint>(points: &[T]) -> &[u8] {
+    // SAFETY: T is plain data (PlainPoint); reading its bytes.
+    unsafe { std::slice::from_raw_parts(points.as_ptr().cast::<u8>(), std::mem::size_of_val(points)) }
+}
+
 /// Sections start on this boundary in the spill file (a multiple of every page size).
 const SECTION_ALIGN: usize = 2 << 20;
 /// Bytes per write call.
@@ -137,9 +143,7 @@ impl<T: PlainPoint> Spillable for Points<T> {
 
     fn spill_into(&mut self, set: &SpilledSet, offset: usize) -> std::io::Result<()> {
         let len = self.len();
-        // SAFETY: T is plain data (PlainPoint); reading its bytes.
-        let bytes = unsafe { std::slice::from_raw_parts(self.as_ptr().cast::<u8>(), self.bytes()) };
-        bytes
+        point_bytes(self)
             .par_chunks(WRITE_CHUNK)
             .enumerate()
             .try_for_each(|(i, c)| set.file.file.write_all_at(c, (offset + i * WRITE_CHUNK) as u64))?;
@@ -154,27 +158,82 @@ impl SpilledSet {
     /// The file is sized first, so a full disk fails here, naming the directory, before any
     /// array changes. Each array's vector is dropped as soon as it is written.
     pub fn spill(dir: &Path, arrays: &mut [&mut dyn Spillable]) -> std::io::Result<usize> {
-        let mut total = 0usize;
-        let mut offsets = Vec::with_capacity(arrays.len());
-        for a in arrays.iter() {
-            offsets.push(total);
-            total = (total + a.byte_len()).next_multiple_of(SECTION_ALIGN);
+        let sizes: Vec<usize> = arrays.iter().map(|a| a.byte_len()).collect();
+        let (offsets, total) = Self::layout(&sizes);
+        let (set, named) = Self::create(dir, total)?;
+        for (a, &offset) in arrays.iter_mut().zip(&offsets) {
+            a.spill_into(&set, offset).map_err(&named)?;
         }
+        set.start_writeback();
+        Ok(set.next)
+    }
+
+    /// Each section's offset (2 MiB aligned) and the file's size.
+    fn layout(sizes: &[usize]) -> (Vec<usize>, usize) {
+        let mut total = 0usize;
+        let mut offsets = Vec::with_capacity(sizes.len());
+        for &b in sizes {
+            offsets.push(total);
+            total = (total + b).next_multiple_of(SECTION_ALIGN);
+        }
+        (offsets, total)
+    }
+
+    /// A new spill file of sections of `sizes` bytes in `dir`, written by `fill` before any
+    /// view of it exists: `fill` gets a writer `(section, byte offset in it, bytes)`, so
+    /// that points made slice by slice (on a device, say) go to the file without ever
+    /// being whole in host memory. Returns the set and each section's file offset, for
+    /// [`SpilledSet::view`]. Sized first, as [`SpilledSet::spill`].
+    pub fn build(
+        dir: &Path,
+        sizes: &[usize],
+        fill: impl FnOnce(&dyn Fn(usize, usize, &[u8]) -> std::io::Result<()>) -> std::io::Result<()>,
+    ) -> std::io::Result<(SpilledSet, Vec<usize>)> {
+        let (offsets, total) = Self::layout(sizes);
+        let (set, named) = Self::create(dir, total)?;
+        let write = |section: usize, at: usize, bytes: &[u8]| -> std::io::Result<()> {
+            if at + bytes.len() > sizes[section] {
+                return Err(std::io::Error::other(format!(
+                    "{} bytes at {at} of a section of {} bytes",
+                    bytes.len(),
+                    sizes[section]
+                )));
+            }
+            bytes
+                .par_chunks(WRITE_CHUNK)
+                .enumerate()
+                .try_for_each(|(i, c)| set.file.file.write_all_at(c, (offsets[section] + at + i * WRITE_CHUNK) as u64))
+        };
+        fill(&write).map_err(&named)?;
+        set.start_writeback();
+        Ok((set, offsets))
+    }
+
+    /// `len` points of type T at byte `offset` of the file (an offset [`SpilledSet::build`]
+    /// returned, whose section holds at least `len` of them). Several views may share a
+    /// section (prefixes of one array): [`release`] gives the file back once.
+    pub fn view<T: PlainPoint>(&self, offset: usize, len: usize) -> Points<T> {
+        assert!(offset % SECTION_ALIGN == 0 && offset + len * std::mem::size_of::<T>() <= self.next, "a view inside the file");
+        Points { repr: Repr::Spilled { file: self.file.clone(), offset, len, _t: PhantomData } }
+    }
+
+    /// Creates the file (sized, mapped, unlinked), and the function that names it in errors.
+    #[allow(clippy::type_complexity)]
+    fn create(dir: &Path, total: usize) -> std::io::Result<(SpilledSet, Box<dyn Fn(std::io::Error) -> std::io::Error>)> {
         static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let path = dir.join(format!(
             ".cuzk-params-{}-{}.points",
             std::process::id(),
             SEQ.fetch_add(1, Ordering::Relaxed)
         ));
-        let named = |e: std::io::Error| {
-            std::io::Error::new(e.kind(), format!("spill file {} ({} bytes): {e}", path.display(), total))
-        };
+        let shown = path.display().to_string();
+        let named = move |e: std::io::Error| std::io::Error::new(e.kind(), format!("spill file {shown} ({total} bytes): {e}"));
         let file = std::fs::OpenOptions::new()
             .read(true)
             .write(true)
             .create_new(true)
             .open(&path)
-            .map_err(named)?;
+            .map_err(&named)?;
         let made = (|| {
             // Reserve the blocks now: a disk without room fails here, not in a later fault.
             #[cfg(target_os = "linux")]
@@ -193,28 +252,28 @@ impl SpilledSet {
             unsafe { memmap2::MmapOptions::new().len(total.max(1)).map(&file) }
         })();
         let _ = std::fs::remove_file(&path);
-        let map = made.map_err(named)?;
+        let map = made.map_err(&named)?;
         let set = SpilledSet {
             file: Arc::new(SpillFile { map, file, path: path.clone(), released: AtomicBool::new(false) }),
             next: total,
         };
-        for (a, &offset) in arrays.iter_mut().zip(&offsets) {
-            a.spill_into(&set, offset).map_err(named)?;
-        }
+        Ok((set, Box::new(named)))
+    }
+
+    fn start_writeback(&self) {
         // Start writing the file back now, on a thread of its own (submitting 44 GB of
         // writes can block): by the time the host copy is released its pages are clean,
         // so the release drops them at once instead of leaving them for the writeback
         // beside the first proofs.
         #[cfg(target_os = "linux")]
         {
-            let file = Arc::clone(&set.file);
+            let file = Arc::clone(&self.file);
             let _ = std::thread::Builder::new().name("cuzk-spill-writeback".into()).spawn(move || {
                 use std::os::fd::AsRawFd;
                 // SAFETY: a plain syscall on a descriptor the Arc keeps open.
                 unsafe { libc::sync_file_range(file.file.as_raw_fd(), 0, 0, libc::SYNC_FILE_RANGE_WRITE) };
             });
         }
-        Ok(set.next)
     }
 }
 

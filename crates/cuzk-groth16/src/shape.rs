@@ -286,7 +286,17 @@ where
 {
     let seeds = run_seeds::<P>(n, seed, stream);
     let mut out = vec![P::identity_affine(); n];
-    out.par_chunks_mut(1 << RUN_LOG).zip(seeds).for_each(|(o, (start, step))| {
+    runs_to_points::<P>(&seeds, &mut out);
+    out
+}
+
+/// The points of consecutive runs from their seeds into `out` (whose length may end inside
+/// the last run).
+fn runs_to_points<P>(seeds: &[(P::Affine, P::Affine)], out: &mut [P::Affine])
+where
+    P: BatchAffine + Curve<AffineRepr = <P as BatchAffine>::Affine>,
+{
+    out.par_chunks_mut(1 << RUN_LOG).zip(seeds).for_each(|(o, &(start, step))| {
         let mut p = P::add_affine(&P::identity(), &start);
         let proj: Vec<P> = (0..o.len())
             .map(|_| {
@@ -296,7 +306,29 @@ where
             .collect();
         P::to_affine_batch(&proj, o);
     });
-    out
+}
+
+/// Points per slice of [`RandomPoints::g1_each`] and `g2_each`: whole runs, 400 MB of G1.
+pub const SLICE: usize = 1 << 22;
+const _: () = assert!(SLICE % (1 << RUN_LOG) == 0);
+
+/// A point sink of [`RandomPoints`]: `(index of the slice's first point, the slice)`.
+pub type Sink<'a, A> = &'a mut dyn FnMut(usize, &[A]) -> std::io::Result<()>;
+
+/// [`random_points`] slice by slice ([`SLICE`] points, the last one shorter) into `sink`,
+/// never all at once in host memory.
+fn host_points_each<P>(n: usize, seed: u64, stream: u64, sink: Sink<'_, P::Affine>) -> std::io::Result<()>
+where
+    P: BatchAffine + Curve<AffineRepr = <P as BatchAffine>::Affine>,
+{
+    let seeds = run_seeds::<P>(n, seed, stream);
+    let mut buf = vec![P::identity_affine(); SLICE.min(n)];
+    for first in (0..n).step_by(SLICE) {
+        let out = &mut buf[..SLICE.min(n - first)];
+        runs_to_points::<P>(&seeds[first >> RUN_LOG..], out);
+        sink(first, out)?;
+    }
+    Ok(())
 }
 
 /// Where the random parameter points of [`random_srs_with`] are made: on the host
@@ -307,6 +339,10 @@ pub trait RandomPoints: Sync {
     fn place(&self) -> String;
     fn g1(&self, n: usize, seed: u64, stream: u64) -> Result<Vec<G1Affine>, crate::BackendError>;
     fn g2(&self, n: usize, seed: u64, stream: u64) -> Result<Vec<G2Affine>, crate::BackendError>;
+    /// The points of [`RandomPoints::g1`] in consecutive slices of [`SLICE`] points, each
+    /// handed to `sink` (for a spill file: [`random_srs_spilled`]).
+    fn g1_each(&self, n: usize, seed: u64, stream: u64, sink: Sink<'_, G1Affine>) -> std::io::Result<()>;
+    fn g2_each(&self, n: usize, seed: u64, stream: u64, sink: Sink<'_, G2Affine>) -> std::io::Result<()>;
 }
 
 /// [`random_points`] on the host's cores.
@@ -322,6 +358,12 @@ impl RandomPoints for HostPoints {
     fn g2(&self, n: usize, seed: u64, stream: u64) -> Result<Vec<G2Affine>, crate::BackendError> {
         Ok(random_points::<G2Projective>(n, seed, stream))
     }
+    fn g1_each(&self, n: usize, seed: u64, stream: u64, sink: Sink<'_, G1Affine>) -> std::io::Result<()> {
+        host_points_each::<G1Projective>(n, seed, stream, sink)
+    }
+    fn g2_each(&self, n: usize, seed: u64, stream: u64, sink: Sink<'_, G2Affine>) -> std::io::Result<()> {
+        host_points_each::<G2Projective>(n, seed, stream, sink)
+    }
 }
 
 /// Random parameters with exactly `shape`'s section sizes (shape-only: no setup made them,
@@ -336,18 +378,7 @@ pub fn random_srs(shape: &SrsShape, seed: u64) -> Srs {
 /// [`random_srs`] with its point sections made by `points` (the same parameters wherever
 /// they are made).
 pub fn random_srs_with(shape: &SrsShape, seed: u64, points: &dyn RandomPoints) -> Result<Srs, crate::BackendError> {
-    let mut r = rng(seed, 0);
-    let g1 = |r: &mut ChaCha20Rng| G1Projective::random(r).to_affine();
-    let g2 = |r: &mut ChaCha20Rng| G2Projective::random(r).to_affine();
-    let vk = VerifyingKey {
-        alpha_g1: g1(&mut r),
-        beta_g1: g1(&mut r),
-        beta_g2: g2(&mut r),
-        gamma_g2: g2(&mut r),
-        delta_g1: g1(&mut r),
-        delta_g2: g2(&mut r),
-        ic: points.g1(shape.ic, seed, 1)?,
-    };
+    let vk = random_vk(shape, seed, points)?;
     // h, l, a and b_g1 are prefixes of one pool: copies in parallel, and the pool itself
     // (truncated) for the longest.
     let sizes = [shape.h, shape.l, shape.a, shape.b_g1];
@@ -370,6 +401,47 @@ pub fn random_srs_with(shape: &SrsShape, seed: u64, points: &dyn RandomPoints) -
         a: a.into(),
         b_g1: b_g1.into(),
         b_g2: points.g2(shape.b_g2, seed, 6)?.into(),
+    })
+}
+
+fn random_vk(shape: &SrsShape, seed: u64, points: &dyn RandomPoints) -> Result<VerifyingKey, crate::BackendError> {
+    let mut r = rng(seed, 0);
+    let g1 = |r: &mut ChaCha20Rng| G1Projective::random(r).to_affine();
+    let g2 = |r: &mut ChaCha20Rng| G2Projective::random(r).to_affine();
+    Ok(VerifyingKey {
+        alpha_g1: g1(&mut r),
+        beta_g1: g1(&mut r),
+        beta_g2: g2(&mut r),
+        gamma_g2: g2(&mut r),
+        delta_g1: g1(&mut r),
+        delta_g2: g2(&mut r),
+        ic: points.g1(shape.ic, seed, 1)?,
+    })
+}
+
+/// [`random_srs_with`]'s parameters written straight into a spill file in `dir`
+/// ([`crate::points::SpilledSet::build`]), slice by slice as `points` makes them: the
+/// parameter set is never whole in host memory, and [`Srs::release_host`] gives back what
+/// reading it maps. h, l, a and b_g1 are views of one pool in the file (the G1 pool and
+/// b_g2 take 19.2 GB of disk at the 32 GiB shape instead of 47.4). Before a release,
+/// [`Srs::host_bytes`] counts each view whole, so it overstates the pool by its sharing.
+pub fn random_srs_spilled(shape: &SrsShape, seed: u64, points: &dyn RandomPoints, dir: &std::path::Path) -> std::io::Result<Srs> {
+    use crate::points::SpilledSet;
+    let vk = random_vk(shape, seed, points).map_err(std::io::Error::other)?;
+    let pool = shape.h.max(shape.l).max(shape.a).max(shape.b_g1);
+    let (g1, g2) = (std::mem::size_of::<G1Affine>(), std::mem::size_of::<G2Affine>());
+    let (set, offsets) = SpilledSet::build(dir, &[pool * g1, shape.b_g2 * g2], |write| {
+        points.g1_each(pool, seed, 2, &mut |first, pts| write(0, first * g1, crate::points::point_bytes(pts)))?;
+        points.g2_each(shape.b_g2, seed, 6, &mut |first, pts| write(1, first * g2, crate::points::point_bytes(pts)))
+    })?;
+    Ok(Srs {
+        path: PathBuf::from(format!("<random shape-only parameters, seed {seed}, in a spill file in {}>", dir.display())),
+        vk,
+        h: set.view(offsets[0], shape.h),
+        l: set.view(offsets[0], shape.l),
+        a: set.view(offsets[0], shape.a),
+        b_g1: set.view(offsets[0], shape.b_g1),
+        b_g2: set.view(offsets[1], shape.b_g2),
     })
 }
 
@@ -418,6 +490,23 @@ mod tests {
         distinct.sort_unstable();
         distinct.dedup();
         assert_eq!(distinct.len(), n);
+    }
+
+    /// Parameters written into a spill file slice by slice equal the in-memory ones (across
+    /// a slice boundary, with sections sharing the pool), and give their pages back.
+    #[test]
+    fn random_parameters_spilled_slice_by_slice_equal_the_in_memory_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        let shape = SrsShape { ic: 9, h: SLICE + 4095, l: 7000, a: SLICE + 10, b_g1: 3000, b_g2: 5000 };
+        let (want, got) = (random_srs(&shape, 4), random_srs_spilled(&shape, 4, &HostPoints, dir.path()).unwrap());
+        assert!(got.h.is_spilled() && got.b_g2.is_spilled());
+        assert!(*got.h == *want.h && *got.l == *want.l && *got.a == *want.a && *got.b_g1 == *want.b_g1);
+        assert!(*got.b_g2 == *want.b_g2 && got.vk.ic == want.vk.ic && got.vk.delta_g2 == want.vk.delta_g2);
+        let pool = (SLICE + 4095) * 96;
+        assert_eq!(got.release_host(), pool.next_multiple_of(2 << 20) + (5000 * 192usize).next_multiple_of(2 << 20), "one file");
+        assert!(got.host_released() && *got.a == *want.a, "read back after the release");
+        let e = random_srs_spilled(&shape, 4, &HostPoints, std::path::Path::new("/nonexistent/cuzk")).unwrap_err();
+        assert!(e.to_string().contains("spill file /nonexistent/cuzk/"), "{e}");
     }
 
     /// A shape witness has the shape's counts, draws about its mix, and random parameters
