@@ -22,7 +22,7 @@ static int run(uint64_t n, uint32_t log_run) {
         fprintf(stderr, "short input: %llu runs expected\n", (unsigned long long)runs);
         return 1;
     }
-    cuzk_host_launch(n, 64, [&] { random_run_points(starts.data(), steps.data(), out.data(), n, log_run); });
+    cuzk_host_launch((n + RANDOM_PER_THREAD - 1) / RANDOM_PER_THREAD, 64, [&] { random_run_points(starts.data(), steps.data(), out.data(), n, log_run); });
     return fwrite(out.data(), sizeof(A), n, stdout) == n ? 0 : 1;
 }
 

@@ -10,6 +10,10 @@ use crate::device::{arg, Gpu, SyncOnDrop};
 use crate::error::GpuError;
 use crate::msm::Curve;
 
+/// Points each thread makes (RANDOM_PER_THREAD in kernels/random.cuh).
+const PER_THREAD: usize = 16;
+const _: () = assert!((1 << RUN_LOG) % PER_THREAD == 0);
+
 /// Makes the points of the runs `seeds` (start, step) describe, `n` of them: point i is
 /// start + (j + 1) step of run i >> RUN_LOG, j = i mod 2^RUN_LOG. One slice of
 /// `shape::SLICE` points at a time is made, downloaded into a host buffer of that size and
@@ -42,7 +46,7 @@ pub(crate) fn random_points<C: Curve>(
         // The slice's first run: slices start on a run's first point.
         let run0 = ((first >> RUN_LOG) * C::AFFINE_BYTES) as u64;
         let (s, t, o, c) = (starts_buf.ptr() + run0, steps_buf.ptr() + run0, out_buf.ptr(), count as u64);
-        gpu.launch(kernel, count, 128, 0, &mut [arg(&s), arg(&t), arg(&o), arg(&c), arg(&log_run)])?;
+        gpu.launch(kernel, count.div_ceil(PER_THREAD), 128, 0, &mut [arg(&s), arg(&t), arg(&o), arg(&c), arg(&log_run)])?;
         gpu.download_to(&mut host[..count], o)?;
         sink(first, &host[..count]).map_err(|e| GpuError::Sink(e.to_string()))?;
     }
