@@ -380,7 +380,7 @@ pub fn random_srs(shape: &SrsShape, seed: u64) -> Srs {
 pub fn random_srs_with(shape: &SrsShape, seed: u64, points: &dyn RandomPoints) -> Result<Srs, crate::BackendError> {
     let vk = random_vk(shape, seed, points)?;
     // h, l, a and b_g1 are prefixes of one pool: copies in parallel, and the pool itself
-    // (truncated) for the longest.
+    // for the longest.
     let sizes = [shape.h, shape.l, shape.a, shape.b_g1];
     let longest = (0..4).max_by_key(|&i| (sizes[i], std::cmp::Reverse(i))).unwrap_or(0);
     let mut pool = points.g1(sizes[longest], seed, 2)?;
@@ -390,7 +390,6 @@ pub fn random_srs_with(shape: &SrsShape, seed: u64, points: &dyn RandomPoints) -
             sections[i] = pool[..n].par_iter().copied().collect();
         }
     }
-    pool.truncate(sizes[longest]);
     sections[longest] = pool;
     let [h, l, a, b_g1] = sections;
     Ok(Srs {
