@@ -383,7 +383,7 @@ pub fn random_srs_with(shape: &SrsShape, seed: u64, points: &dyn RandomPoints) -
     // for the longest.
     let sizes = [shape.h, shape.l, shape.a, shape.b_g1];
     let longest = (0..4).max_by_key(|&i| (sizes[i], std::cmp::Reverse(i))).unwrap_or(0);
-    let mut pool = points.g1(sizes[longest], seed, 2)?;
+    let pool = points.g1(sizes[longest], seed, 2)?;
     let mut sections: [Vec<G1Affine>; 4] = Default::default();
     for (i, n) in sizes.into_iter().enumerate() {
         if i != longest {
