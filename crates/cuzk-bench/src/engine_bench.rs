@@ -555,6 +555,7 @@ pub fn run(args: &EngineBenchArgs) -> Result<()> {
 /// made to fail, the check that it is unhealthy and the others are not. Returns a summary.
 fn print_device_health(engine: &Engine, failing: Option<usize>) -> Result<String> {
     let st = engine.status();
+    let metrics = engine.metrics_text();
     for (i, d) in st.devices.iter().enumerate() {
         println!(
             "  device {}: healthy {}, {} device failure(s){}",
@@ -564,7 +565,7 @@ fn print_device_health(engine: &Engine, failing: Option<usize>) -> Result<String
             d.last_error.as_deref().map(|e| format!(", last: {e}")).unwrap_or_default()
         );
         let metric = format!("cuzk_device_healthy{{device=\"{}\"}} {}", d.name, u8::from(d.healthy));
-        if !engine.metrics_text().lines().any(|l| l == metric) {
+        if !metrics.lines().any(|l| l == metric) {
             bail!("the metrics do not report {metric:?}");
         }
         let expect_healthy = failing != Some(i);

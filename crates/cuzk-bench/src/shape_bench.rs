@@ -112,7 +112,7 @@ pub(crate) fn make_random_srs(
         "random parameters of shape {shape:?} ({:.1} GB, shape-only: nothing made with them verifies) made on {} in \
          {:.1} s{}; host RSS {:.1} GiB",
         shape.point_bytes() as f64 / 1e9,
-        if gpu.is_some() { points.place() } else { "the host".into() },
+        points.place(),
         t.elapsed().as_secs_f64(),
         spill.map(|d| format!(", written slice by slice to an unlinked spill file in {} (released once the GPU holds them all)", d.display())).unwrap_or_default(),
         gib(rss().0)

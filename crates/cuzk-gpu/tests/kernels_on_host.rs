@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use blstrs::{G1Projective, G2Projective};
+use cuzk_groth16::points::{point_bytes as bytes, PlainPoint};
 use cuzk_groth16::shape::{random_points, run_seeds, RUN_LOG};
 
 /// Builds kernels/host/`name`.cpp into `dir`.
@@ -40,14 +41,8 @@ fn batch_affine_kernels_match_sequential_sums_on_the_host() {
     assert_eq!(out.matches(": 0 of 48 buckets differ").count(), 6, "{out}");
 }
 
-/// The bytes of plain point values (blst's affine layout).
-fn bytes<T: Copy>(v: &[T]) -> &[u8] {
-    // SAFETY: blstrs' affine points are plain data (u64 limbs, no padding).
-    unsafe { std::slice::from_raw_parts(v.as_ptr().cast::<u8>(), std::mem::size_of_val(v)) }
-}
-
 /// The kernel's points for `seeds` (group 1 or 2), as bytes.
-fn kernel_points<A: Copy>(bin: &Path, group: u64, n: usize, seeds: &[(A, A)]) -> Vec<u8> {
+fn kernel_points<A: PlainPoint>(bin: &Path, group: u64, n: usize, seeds: &[(A, A)]) -> Vec<u8> {
     let mut input: Vec<u8> = [group, n as u64, RUN_LOG as u64].iter().flat_map(|x| x.to_le_bytes()).collect();
     let (starts, steps): (Vec<A>, Vec<A>) = seeds.iter().copied().unzip();
     input.extend_from_slice(bytes(&starts));

@@ -335,7 +335,7 @@ where
 /// ([`HostPoints`], [`random_points`]) or on a device, which must make exactly the points
 /// [`random_points`] makes (from [`run_seeds`]).
 pub trait RandomPoints: Sync {
-    /// Where, for messages ("host", "gpu0").
+    /// Where, for messages ("the host", "gpu0 NVIDIA H200").
     fn place(&self) -> String;
     fn g1(&self, n: usize, seed: u64, stream: u64) -> Result<Vec<G1Affine>, crate::BackendError>;
     fn g2(&self, n: usize, seed: u64, stream: u64) -> Result<Vec<G2Affine>, crate::BackendError>;
@@ -350,7 +350,7 @@ pub struct HostPoints;
 
 impl RandomPoints for HostPoints {
     fn place(&self) -> String {
-        "host".into()
+        "the host".into()
     }
     fn g1(&self, n: usize, seed: u64, stream: u64) -> Result<Vec<G1Affine>, crate::BackendError> {
         Ok(random_points::<G1Projective>(n, seed, stream))
