@@ -887,8 +887,15 @@ fn density_of(m: &Matrix, range: std::ops::Range<usize>) -> Density {
 /// The compiled circuit of joined recorded parts: the input constraints (`x * 0 = 0` for
 /// each input, as the reference appends them) added, densities read off the matrices.
 fn compiled_of(joined: &mut Joined) -> CompiledCircuit {
-    let Recorder { mut rows, dict } = *joined.recorder.take().expect("a recording");
-    let (ni, na) = (joined.inputs.len(), joined.aux.len());
+    let recorder = *joined.recorder.take().expect("a recording");
+    let layout = joined.layout.take();
+    compiled_of_rows(recorder, joined.inputs.len(), joined.aux.len(), joined.constraints, layout)
+}
+
+/// The compiled circuit of recorded rows over `ni` inputs and `na` aux variables
+/// (`constraints`: the circuit's own, without the input constraints this adds).
+fn compiled_of_rows(recorder: Recorder, ni: usize, na: usize, constraints: usize, layout: Option<PartLayout>) -> CompiledCircuit {
+    let Recorder { mut rows, dict } = recorder;
     for i in 0..ni {
         rows[0].cols.push(tag_input(i));
         rows[0].coeffs.push(COEFF_ONE);
@@ -911,7 +918,117 @@ fn compiled_of(joined: &mut Joined) -> CompiledCircuit {
         a_aux_density,
         b_input_density,
         b_aux_density,
-        layout: joined.layout.take().filter(|l| l.fits(ni, na, joined.constraints)),
+        layout: layout.filter(|l| l.fits(ni, na, constraints)),
+    }
+}
+
+/// The constraint system of a parameter setup ([`record_structure`]): it records every
+/// constraint's A, B and C rows and never asks for a value, as bellperson's own generator
+/// does (the blank circuits a setup is given have none). It is not extensible, so a circuit
+/// that synthesizes differently in an extensible system (storage-proofs' PoSt circuit) takes
+/// the path the reference generator sees.
+pub struct StructureCs {
+    inputs: usize,
+    aux: usize,
+    constraints: usize,
+    recorder: Recorder,
+}
+
+impl ConstraintSystem<Scalar> for StructureCs {
+    type Root = Self;
+
+    fn new() -> Self {
+        StructureCs {
+            inputs: 0,
+            aux: 0,
+            constraints: 0,
+            recorder: Recorder { rows: [Rows::new(), Rows::new(), Rows::new()], dict: Dictionary::default() },
+        }
+    }
+
+    fn alloc<F, A, AR>(&mut self, _: A, _: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Scalar, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        self.aux += 1;
+        Ok(Variable::new_unchecked(Index::Aux(self.aux - 1)))
+    }
+
+    fn alloc_input<F, A, AR>(&mut self, _: A, _: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Scalar, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        self.inputs += 1;
+        Ok(Variable::new_unchecked(Index::Input(self.inputs - 1)))
+    }
+
+    fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, a: LA, b: LB, c: LC)
+    where
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+        LA: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+        LB: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+        LC: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+    {
+        self.constraints += 1;
+        let Recorder { rows, dict } = &mut self.recorder;
+        rows[0].push(&a(LinearCombination::zero()), dict);
+        rows[1].push(&b(LinearCombination::zero()), dict);
+        rows[2].push(&c(LinearCombination::zero()), dict);
+    }
+
+    fn push_namespace<NR, N>(&mut self, _: N)
+    where
+        NR: Into<String>,
+        N: FnOnce() -> NR,
+    {
+    }
+
+    fn pop_namespace(&mut self) {}
+
+    fn get_root(&mut self) -> &mut Self::Root {
+        self
+    }
+}
+
+/// A circuit's constraints without its values: the compiled circuit a parameter setup
+/// evaluates ([`crate::setup`]), with ONE allocated first and the input constraints
+/// appended as the reference generator does. The circuit may be blank (no assignments).
+pub fn record_structure<C: Circuit<Scalar>>(circuit: C) -> Result<CompiledCircuit, SynthesisError> {
+    let mut cs = StructureCs::new();
+    cs.alloc_input(|| "one", || Ok(Scalar::ONE))?;
+    circuit.synthesize(&mut cs)?;
+    let StructureCs { inputs, aux, constraints, recorder } = cs;
+    Ok(compiled_of_rows(recorder, inputs, aux, constraints, None))
+}
+
+impl CompiledCircuit {
+    /// Each matrix transposed times `v` (one value per row, a row past `v`'s end counting
+    /// as zero): column j of the result is the sum over the rows i of `M[i][j] v[i]`. With
+    /// `v` the Lagrange basis at tau this is the QAP of every variable evaluated at tau. The
+    /// three matrices run in parallel.
+    pub fn transposed_times(&self, v: &[Scalar]) -> [Vec<Scalar>; 3] {
+        let z = self.num_inputs + self.num_aux;
+        let one = |m: &Matrix| -> Vec<Scalar> {
+            let mut out = vec![Scalar::ZERO; z];
+            for (row, &x) in v.iter().enumerate().take(m.start.len().saturating_sub(1)) {
+                for t in m.start[row] as usize..m.start[row + 1] as usize {
+                    let col = &mut out[m.cols[t] as usize];
+                    match m.coeffs[t] {
+                        COEFF_ONE => *col += x,
+                        COEFF_MINUS_ONE => *col -= x,
+                        id => *col += x * self.dictionary[id as usize],
+                    }
+                }
+            }
+            out
+        };
+        let (a, (b, c)) = rayon::join(|| one(&self.a), || rayon::join(|| one(&self.b), || one(&self.c)));
+        [a, b, c]
     }
 }
 

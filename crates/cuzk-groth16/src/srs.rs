@@ -300,6 +300,21 @@ fn write_section<P: UncompressedPoint>(
     Ok(4 + (points.len() * P::SIZE) as u64)
 }
 
+impl VerifyingKey {
+    /// Writes the key as bellperson's `.vk` file holds it (and a `.params` file begins
+    /// with it): the fixed points in the order `Srs::load` reads them, then ic as a
+    /// length-prefixed section. Returns the bytes written.
+    pub fn write(&self, w: &mut impl std::io::Write) -> std::io::Result<u64> {
+        w.write_all(&self.alpha_g1.to_uncompressed())?;
+        w.write_all(&self.beta_g1.to_uncompressed())?;
+        w.write_all(&self.beta_g2.to_uncompressed())?;
+        w.write_all(&self.gamma_g2.to_uncompressed())?;
+        w.write_all(&self.delta_g1.to_uncompressed())?;
+        w.write_all(&self.delta_g2.to_uncompressed())?;
+        Ok(VK_FIXED_BYTES as u64 + write_section(w, "vk.ic", &self.ic)?)
+    }
+}
+
 impl Srs {
     /// Writes the parameters in bellperson's `.params` format (the layout at the top of this
     /// module): the inverse of [`Srs::load`], byte for byte. For benchmarks that hand
@@ -311,17 +326,9 @@ impl Srs {
             source,
         };
         let mut w = std::io::BufWriter::with_capacity(1 << 24, File::create(path).map_err(io)?);
-        let vk = &self.vk;
         let mut body = || -> std::io::Result<u64> {
             use std::io::Write;
-            // The verifying key's fixed part, in the order `load` reads it.
-            w.write_all(&vk.alpha_g1.to_uncompressed())?;
-            w.write_all(&vk.beta_g1.to_uncompressed())?;
-            w.write_all(&vk.beta_g2.to_uncompressed())?;
-            w.write_all(&vk.gamma_g2.to_uncompressed())?;
-            w.write_all(&vk.delta_g1.to_uncompressed())?;
-            w.write_all(&vk.delta_g2.to_uncompressed())?;
-            let mut written = VK_FIXED_BYTES as u64 + write_section(&mut w, "vk.ic", &vk.ic)?;
+            let mut written = self.vk.write(&mut w)?;
             for (section, points) in [("h", &self.h), ("l", &self.l), ("a", &self.a), ("b_g1", &self.b_g1)] {
                 written += write_section(&mut w, section, points)?;
             }

@@ -1,0 +1,469 @@
+//! A Groth16 parameter setup of our own: the proving parameters and verifying key of a
+//! circuit for given toxic waste, equal byte for byte to what bellperson's
+//! `generate_parameters` makes for the same circuit and waste, in a fraction of its time.
+//!
+//! Test parameters only: whoever knows the toxic waste can forge proofs. Production
+//! parameters come from Filecoin's trusted setup and are downloaded, never made here.
+//!
+//! The work, for a circuit of n constraints (its input constraints included) over a domain
+//! of m = 2^k >= n points with root of unity w:
+//! - The Lagrange basis at tau in closed form, `L_i(tau) = (tau^m - 1) w^i / (m (tau - w^i))`,
+//!   with one batch inversion per chunk: the values bellperson gets from an inverse FFT of
+//!   the powers of tau, without the FFT.
+//! - The QAP of every variable at tau, `u_j = sum_i A[i][j] L_i(tau)` (and v from B, w from
+//!   C), as the compiled circuit's matrices transposed times that basis
+//!   ([`CompiledCircuit::transposed_times`]).
+//! - Every point a fixed-base multiple of one of two generators: window tables of signed
+//!   digits built once per generator, one mixed addition per window and scalar, all cores,
+//!   each chunk's results made affine with one inversion ([`FixedBase`]). bellperson runs a
+//!   wNAF with about 255 doublings per point instead.
+//!
+//! The sections, as bellperson writes them: h (m - 1 points `tau^i (tau^m - 1) / delta`),
+//! l (one per aux variable, `(beta u + alpha v + w) / delta`), a, b_g1 and b_g2 (one per
+//! variable whose u, or v, is not zero, in variable order), and the verifying key with ic
+//! (one per input, `(beta u + alpha v + w) / gamma`).
+
+use std::path::{Path, PathBuf};
+
+use bellpepper_core::{Circuit, SynthesisError};
+use blstrs::{G1Projective, G2Projective, Scalar};
+use ff::{Field, PrimeField};
+use group::{Curve, Group};
+use rand_core::RngCore;
+use rayon::prelude::*;
+
+use crate::compiled::{record_structure, CompiledCircuit};
+use crate::progress::Progress;
+use crate::shape::BatchAffine;
+use crate::srs::{Srs, VerifyingKey};
+
+/// The secrets of a Groth16 setup: two generators and five field elements. Whoever holds
+/// them can forge proofs for the parameters made from them.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ToxicWaste {
+    pub g1: G1Projective,
+    pub g2: G2Projective,
+    pub alpha: Scalar,
+    pub beta: Scalar,
+    pub gamma: Scalar,
+    pub delta: Scalar,
+    pub tau: Scalar,
+}
+
+impl ToxicWaste {
+    /// Drawn from `rng` in the order bellperson's `generate_random_parameters` draws them:
+    /// the same seeded rng gives both generators the same waste.
+    pub fn random(rng: &mut impl RngCore) -> ToxicWaste {
+        ToxicWaste {
+            g1: G1Projective::random(&mut *rng),
+            g2: G2Projective::random(&mut *rng),
+            alpha: Scalar::random(&mut *rng),
+            beta: Scalar::random(&mut *rng),
+            gamma: Scalar::random(&mut *rng),
+            delta: Scalar::random(&mut *rng),
+            tau: Scalar::random(&mut *rng),
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SetupError {
+    #[error("recording the circuit's constraints failed: {0} (the circuit's own synthesis refused to run without values)")]
+    Record(#[from] SynthesisError),
+    #[error(
+        "the circuit has {constraints} constraints (its input constraints included): more than the 2^31 \
+         points of the largest domain BLS12-381's scalar field offers"
+    )]
+    DomainTooLarge { constraints: usize },
+    #[error("the toxic waste's tau is a point of the domain (tau^{domain} = 1): draw the waste again")]
+    TauInDomain { domain: usize },
+    #[error("the toxic waste's {0} is zero: it must be invertible, draw the waste again")]
+    ZeroTrapdoor(&'static str),
+    #[error(
+        "aux variable {index} of {aux} occurs in no constraint: its L point would be the identity, so \
+         the circuit cannot have Groth16 parameters (bellperson refuses it as UnconstrainedVariable)"
+    )]
+    Unconstrained { index: usize, aux: usize },
+    #[error("writing {path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// log2 of the domain for `n` constraints, as bellperson's `EvaluationDomain` picks it.
+fn domain_log(n: usize) -> Result<u32, SetupError> {
+    let log = n.max(1).next_power_of_two().trailing_zeros();
+    if log >= Scalar::S {
+        return Err(SetupError::DomainTooLarge { constraints: n });
+    }
+    Ok(log)
+}
+
+/// Values per chunk of the parallel loops (one batch inversion, one progress step each).
+const CHUNK: usize = 1 << 13;
+
+/// `start * ratio^i` for i in 0..n, in parallel chunks.
+fn geometric(n: usize, start: Scalar, ratio: Scalar) -> Vec<Scalar> {
+    let mut out = vec![Scalar::ZERO; n];
+    out.par_chunks_mut(CHUNK).enumerate().for_each(|(k, chunk)| {
+        let mut x = start * ratio.pow_vartime([(k * CHUNK) as u64]);
+        for o in chunk {
+            *o = x;
+            x *= ratio;
+        }
+    });
+    out
+}
+
+/// The first `n` Lagrange basis polynomials of the domain of size `m` (root of unity
+/// `omega`) at `tau`: `(tau^m - 1) omega^i / (m (tau - omega^i))`. `zt` is `tau^m - 1`,
+/// not zero (tau outside the domain).
+fn lagrange_at(n: usize, m: usize, omega: Scalar, tau: Scalar, zt: Scalar) -> Vec<Scalar> {
+    let m_inv = Scalar::from(m as u64).invert().expect("the domain size is not a multiple of r");
+    let scale = zt * m_inv;
+    let mut out = geometric(n, Scalar::ONE, omega);
+    out.par_chunks_mut(CHUNK).for_each(|chunk| {
+        // Montgomery's trick: one inversion for the chunk's tau - omega^i.
+        let mut prefix = Vec::with_capacity(chunk.len());
+        let mut acc = Scalar::ONE;
+        for w in chunk.iter() {
+            prefix.push(acc);
+            acc *= tau - w;
+        }
+        let mut inv = acc.invert().expect("tau is outside the domain");
+        for (w, before) in chunk.iter_mut().zip(prefix).rev() {
+            let d = tau - *w;
+            let inv_d = inv * before;
+            inv *= d;
+            *w = scale * *w * inv_d;
+        }
+    });
+    out
+}
+
+/// Window tables of one base for many fixed-base multiplications: with windows of `c` bits
+/// and signed digits in (-2^(c-1), 2^(c-1)], `table[w 2^(c-1) + k - 1] = k 2^(c w) base`.
+/// A scalar then costs one mixed addition per window and no doubling.
+pub struct FixedBase<P: BatchAffine> {
+    c: u32,
+    windows: usize,
+    table: Vec<P::Affine>,
+}
+
+/// Windows of `c` bits that cover a 255-bit scalar with signed digits: the top window
+/// holds at most c - 1 bits plus a carry, so its digit never carries out.
+fn windows_of(c: u32) -> usize {
+    (255 / c + 1) as usize
+}
+
+impl<P> FixedBase<P>
+where
+    P: BatchAffine + Curve<AffineRepr = <P as BatchAffine>::Affine>,
+    <P as BatchAffine>::Affine: std::ops::Neg<Output = <P as BatchAffine>::Affine>,
+{
+    /// The window width that costs least for `n` scalars: n additions per window against
+    /// building (and normalizing) 2^(c-1) table entries per window.
+    pub fn window_for(n: usize) -> u32 {
+        (2..=20).min_by_key(|&c| (n + (2 << (c - 1))) * windows_of(c)).expect("a non-empty range")
+    }
+
+    pub fn new(base: P, c: u32) -> FixedBase<P> {
+        assert!((2..=24).contains(&c), "window of {c} bits");
+        let windows = windows_of(c);
+        let half = 1usize << (c - 1);
+        let mut bases = Vec::with_capacity(windows);
+        let mut b = base;
+        for _ in 0..windows {
+            bases.push(b.to_affine());
+            for _ in 0..c {
+                b = b.double();
+            }
+        }
+        let mut table = vec![P::identity_affine(); windows * half];
+        table.par_chunks_mut(half).zip(&bases).for_each(|(t, bw)| {
+            let mut proj = Vec::with_capacity(half);
+            let mut acc = P::identity();
+            for _ in 0..half {
+                acc = P::add_affine(&acc, bw);
+                proj.push(acc);
+            }
+            P::to_affine_batch(&proj, t);
+        });
+        FixedBase { c, windows, table }
+    }
+
+    /// `s base`, projective.
+    fn mul(&self, s: &Scalar) -> P {
+        let repr = s.to_repr();
+        let bytes = repr.as_ref();
+        let bits = |at: usize, len: usize| -> u64 {
+            // Little-endian bits at..at + len (len <= 24), zeros past the end.
+            let mut v = 0u64;
+            for (i, byte) in (at / 8..(at + len).div_ceil(8)).enumerate() {
+                v |= u64::from(*bytes.get(byte).unwrap_or(&0)) << (8 * i);
+            }
+            (v >> (at % 8)) & ((1 << len) - 1)
+        };
+        let (c, half) = (self.c as usize, 1i64 << (self.c - 1));
+        let mut acc = P::identity();
+        let mut carry = 0i64;
+        for w in 0..self.windows {
+            let mut d = bits(w * c, c) as i64 + carry;
+            carry = 0;
+            if d > half {
+                d -= 2 * half;
+                carry = 1;
+            }
+            if d != 0 {
+                let p = self.table[w * half as usize + d.unsigned_abs() as usize - 1];
+                acc = P::add_affine(&acc, &if d < 0 { -p } else { p });
+            }
+        }
+        debug_assert_eq!(carry, 0, "a scalar below 2^255 never carries out of the top window");
+        acc
+    }
+
+    /// `s base` for every `s`, affine, in parallel chunks (one batch normalization each);
+    /// `progress` advances by the scalars done.
+    pub fn mul_all(&self, scalars: &[Scalar], progress: &dyn Progress) -> Vec<P::Affine> {
+        let mut out = vec![P::identity_affine(); scalars.len()];
+        out.par_chunks_mut(CHUNK).zip(scalars.par_chunks(CHUNK)).for_each(|(o, s)| {
+            let proj: Vec<P> = s.iter().map(|x| self.mul(x)).collect();
+            P::to_affine_batch(&proj, o);
+            // A zero scalar's point is the identity, whatever the batch conversion makes of it.
+            for (o, x) in o.iter_mut().zip(s) {
+                if x.is_zero_vartime() {
+                    *o = P::identity_affine();
+                }
+            }
+            progress.advance(s.len() as u64);
+        });
+        out
+    }
+}
+
+/// The parameters of `circuit` for `waste` (its `path` empty until written): equal to
+/// bellperson's `generate_parameters` for the same circuit and waste.
+pub fn generate(circuit: &CompiledCircuit, waste: &ToxicWaste, progress: &dyn Progress) -> Result<Srs, SetupError> {
+    let (ni, na) = (circuit.num_inputs, circuit.num_aux);
+    let n = circuit.num_constraints();
+    let log = domain_log(n)?;
+    let m = 1usize << log;
+    let gamma_inv = Option::<Scalar>::from(waste.gamma.invert()).ok_or(SetupError::ZeroTrapdoor("gamma"))?;
+    let delta_inv = Option::<Scalar>::from(waste.delta.invert()).ok_or(SetupError::ZeroTrapdoor("delta"))?;
+    let tau = waste.tau;
+    let zt = tau.pow_vartime([m as u64]) - Scalar::ONE;
+    if zt.is_zero_vartime() {
+        return Err(SetupError::TauInDomain { domain: m });
+    }
+    let mut omega = Scalar::ROOT_OF_UNITY;
+    for _ in log..Scalar::S {
+        omega = omega.square();
+    }
+
+    progress.stage("QAP at tau", 2);
+    let lagrange = lagrange_at(n, m, omega, tau, zt);
+    progress.advance(1);
+    let [u, v, w] = circuit.transposed_times(&lagrange);
+    drop(lagrange);
+    progress.advance(1);
+    progress.finish();
+
+    // G1 scalars, section after section: h, ic, l, a, b_g1.
+    let h_len = m - 1;
+    let mut g1: Vec<Scalar> = geometric(h_len, zt * delta_inv, tau);
+    let ext: Vec<Scalar> = (0..ni + na)
+        .into_par_iter()
+        .map(|j| (waste.beta * u[j] + waste.alpha * v[j] + w[j]) * if j < ni { gamma_inv } else { delta_inv })
+        .collect();
+    drop(w);
+    if let Some(j) = (ni..ni + na).find(|&j| ext[j].is_zero_vartime()) {
+        return Err(SetupError::Unconstrained { index: j - ni, aux: na });
+    }
+    g1.extend_from_slice(&ext);
+    drop(ext);
+    let nonzero = |x: &Vec<Scalar>| -> Vec<Scalar> { x.iter().copied().filter(|s| !s.is_zero_vartime()).collect() };
+    let (a, b) = (nonzero(&u), nonzero(&v));
+    drop((u, v));
+    let a_len = a.len();
+    g1.extend_from_slice(&a);
+    g1.extend_from_slice(&b);
+    drop(a);
+
+    progress.stage("G1 points (h, ic, l, a, b)", g1.len() as u64);
+    let table = FixedBase::<G1Projective>::new(waste.g1, FixedBase::<G1Projective>::window_for(g1.len()));
+    let mut g1_points = table.mul_all(&g1, progress);
+    drop((table, g1));
+    progress.finish();
+
+    progress.stage("G2 points (b)", b.len() as u64);
+    let table = FixedBase::<G2Projective>::new(waste.g2, FixedBase::<G2Projective>::window_for(b.len()));
+    let b_g2 = table.mul_all(&b, progress);
+    drop(table);
+    progress.finish();
+
+    let b_g1 = g1_points.split_off(h_len + ni + na + a_len);
+    let a_g1 = g1_points.split_off(h_len + ni + na);
+    let l = g1_points.split_off(h_len + ni);
+    let ic = g1_points.split_off(h_len);
+    let h = g1_points;
+
+    let (g1, g2) = (waste.g1.to_affine(), waste.g2.to_affine());
+    let vk = VerifyingKey {
+        alpha_g1: (g1 * waste.alpha).to_affine(),
+        beta_g1: (g1 * waste.beta).to_affine(),
+        beta_g2: (g2 * waste.beta).to_affine(),
+        gamma_g2: (g2 * waste.gamma).to_affine(),
+        delta_g1: (g1 * waste.delta).to_affine(),
+        delta_g2: (g2 * waste.delta).to_affine(),
+        ic,
+    };
+    Ok(Srs {
+        path: PathBuf::new(),
+        vk,
+        h: h.into(),
+        l: l.into(),
+        a: a_g1.into(),
+        b_g1: b_g1.into(),
+        b_g2: b_g2.into(),
+    })
+}
+
+/// Where a file is written before it is renamed to its final name.
+fn partial(path: &Path) -> PathBuf {
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(".partial");
+    path.with_file_name(name)
+}
+
+/// Writes `write` to `path` through a partial file renamed into place, so a reader never
+/// sees a part of it under its final name. The partial file is removed on failure.
+fn write_then_rename(path: &Path, write: impl FnOnce(&Path) -> Result<(), SetupError>) -> Result<(), SetupError> {
+    let tmp = partial(path);
+    let done = write(&tmp).and_then(|()| {
+        std::fs::rename(&tmp, path).map_err(|source| SetupError::Io { path: path.to_path_buf(), source })
+    });
+    if done.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    done
+}
+
+/// Writes the parameters as bellperson's `.params` file at `params` and the verifying key
+/// as its `.vk` file at `vk` (each written whole, then renamed into place).
+pub fn write_files(srs: &Srs, params: &Path, vk: &Path) -> Result<(), SetupError> {
+    let io = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| SetupError::Io { path, source }
+    };
+    write_then_rename(params, |tmp| {
+        srs.write_params(tmp).map(|_| ()).map_err(|e| match e {
+            crate::SrsError::Io { path, source } => SetupError::Io { path, source },
+            other => SetupError::Io { path: tmp.to_path_buf(), source: std::io::Error::other(other.to_string()) },
+        })
+    })?;
+    write_then_rename(vk, |tmp| {
+        let mut bytes = Vec::new();
+        srs.vk.write(&mut bytes).map_err(io(tmp))?;
+        std::fs::write(tmp, bytes).map_err(io(tmp))
+    })
+}
+
+/// Records `circuit` (blank or not), makes its parameters for `waste` and writes them to
+/// `params` and `vk`: the whole setup of one circuit.
+pub fn setup_circuit<C: Circuit<Scalar>>(
+    circuit: C,
+    waste: &ToxicWaste,
+    params: &Path,
+    vk: &Path,
+    progress: &dyn Progress,
+) -> Result<SetupSummary, SetupError> {
+    let t0 = std::time::Instant::now();
+    let compiled = crate::progress::step(progress, "recording the circuit", || record_structure(circuit))?;
+    let record = t0.elapsed();
+    let srs = generate(&compiled, waste, progress)?;
+    let points = t0.elapsed() - record;
+    crate::progress::step(progress, "writing", || write_files(&srs, params, vk))?;
+    Ok(SetupSummary {
+        constraints: compiled.num_constraints(),
+        inputs: compiled.num_inputs,
+        aux: compiled.num_aux,
+        shape: srs.shape_of(),
+        record,
+        points,
+        total: t0.elapsed(),
+    })
+}
+
+/// What one setup made, and where its time went.
+#[derive(Clone, Copy, Debug)]
+pub struct SetupSummary {
+    /// Constraints, input constraints included.
+    pub constraints: usize,
+    pub inputs: usize,
+    pub aux: usize,
+    pub shape: crate::SrsShape,
+    /// Recording the circuit's constraints.
+    pub record: std::time::Duration,
+    /// The QAP at tau and every point.
+    pub points: std::time::Duration,
+    pub total: std::time::Duration,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::SeedableRng;
+
+    #[test]
+    fn fixed_base_multiples_equal_plain_multiplication() {
+        let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(5);
+        let base = G1Projective::random(&mut rng);
+        let mut scalars: Vec<Scalar> = (0..100).map(|_| Scalar::random(&mut rng)).collect();
+        // Edges: zero, one, -1 (the largest scalar), and 2^c - 1 across windows.
+        scalars.extend([Scalar::ZERO, Scalar::ONE, -Scalar::ONE, Scalar::from(u64::MAX), Scalar::from(1 << 15)]);
+        for c in [2, 5, 15, 16, 17] {
+            let t = FixedBase::<G1Projective>::new(base, c);
+            let got = t.mul_all(&scalars, &crate::progress::Silent);
+            for (s, p) in scalars.iter().zip(&got) {
+                assert_eq!(*p, (base * s).to_affine(), "c = {c}, scalar {s:?}");
+            }
+        }
+        let base2 = G2Projective::random(&mut rng);
+        let t = FixedBase::<G2Projective>::new(base2, 9);
+        for (s, p) in scalars.iter().zip(t.mul_all(&scalars, &crate::progress::Silent)) {
+            assert_eq!(p, (base2 * s).to_affine());
+        }
+    }
+
+    #[test]
+    fn lagrange_basis_sums_to_one_and_interpolates() {
+        // sum_i L_i(x) = 1 and sum_i w^i L_i(x) = x for any x outside the domain.
+        let log = 5;
+        let m = 1usize << log;
+        let mut omega = Scalar::ROOT_OF_UNITY;
+        for _ in log..Scalar::S {
+            omega = omega.square();
+        }
+        let tau = Scalar::from(12345u64);
+        let l = lagrange_at(m, m, omega, tau, tau.pow_vartime([m as u64]) - Scalar::ONE);
+        assert_eq!(l.iter().sum::<Scalar>(), Scalar::ONE);
+        let x: Scalar = l.iter().enumerate().map(|(i, li)| omega.pow_vartime([i as u64]) * li).sum();
+        assert_eq!(x, tau);
+    }
+
+    #[test]
+    fn window_choice_grows_with_the_count() {
+        let c = |n| FixedBase::<G1Projective>::window_for(n);
+        assert!(c(10) < c(1 << 16) && c(1 << 16) < c(1 << 24), "{} {} {}", c(10), c(1 << 16), c(1 << 24));
+    }
+
+    #[test]
+    fn a_domain_past_the_field_is_refused() {
+        assert!(matches!(domain_log((1 << 31) + 1), Err(SetupError::DomainTooLarge { .. })));
+        assert_eq!(domain_log(1).unwrap(), 0);
+        assert_eq!(domain_log(5).unwrap(), 3);
+    }
+}
