@@ -5,6 +5,7 @@
 mod client;
 mod gpu_bench;
 mod kinds_bench;
+mod progress;
 mod engine_bench;
 mod shape_bench;
 
@@ -14,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand, ValueEnum};
-use cuzk_filecoin::fixture::{default_fixture_dir, ensure_fixture, parse_sector_size, Fixture};
+use cuzk_filecoin::fixture::{default_fixture_dir, ensure_fixture_with, parse_sector_size, Fixture};
 use cuzk_filecoin::params::{seal_params_path, use_proof_dirs};
 use cuzk_filecoin::{parse_c1, prove_porep_c2, prover_id_from_miner, JobTimings, SectorIdentity};
 use cuzk_groth16::{Backend, CpuBackend, Srs};
@@ -340,7 +341,7 @@ fn prove_file(
 fn fixture(dir: Option<PathBuf>, size: u64) -> Result<Fixture> {
     let dir = dir.unwrap_or_else(|| default_fixture_dir(size));
     println!("fixture: {}", dir.display());
-    let f = ensure_fixture(&dir, size)?;
+    let f = ensure_fixture_with(&dir, size, &progress::Stderr::new())?;
     if f.cached {
         println!("  cached: parameters and C1 output present and valid");
     } else {
@@ -414,7 +415,7 @@ fn run(cli: Cli) -> Result<()> {
             println!("  c1          {}", f.c1_path().display());
             println!("  envelope    {}", f.envelope_path().display());
             println!("  miner id    {}   sector id {}", f.info.miner_id, f.info.sector_id);
-            let k = cuzk_filecoin::fixture::ensure_kind_fixtures(&f.dir, size)?;
+            let k = cuzk_filecoin::fixture::ensure_kind_fixtures_with(&f.dir, size, &progress::Stderr::new())?;
             if k.cached {
                 println!("  PoSt and SnapDeals: cached, parameters and vanilla proofs present and valid");
             } else {
@@ -452,7 +453,9 @@ fn run(cli: Cli) -> Result<()> {
         } => {
             let f = fixture(fixture_dir, 2048)?;
             let be = select_backend(backend)?;
-            let p = prove_file(&f.c1_path(), &f.param_dir(), f.info.miner_id, Some(f.info.sector_id), be.as_ref())?;
+            let p = cuzk_groth16::progress::step(&progress::Stderr::new(), &format!("proving on {}", be.name()), || {
+                prove_file(&f.c1_path(), &f.param_dir(), f.info.miner_id, Some(f.info.sector_id), be.as_ref())
+            })?;
             print_timings(p.srs_load, &p.timings);
             let ok = cuzk_filecoin::verify_porep_c2(&parse_c1(&std::fs::read(f.c1_path())?)?.output, f.identity(), &p.bytes)?;
             if !ok {

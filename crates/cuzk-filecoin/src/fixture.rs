@@ -1,4 +1,5 @@
-//! Test fixtures: Groth16 parameters from random toxic waste and a really sealed small
+//! Test fixtures: Groth16 parameters from random toxic waste (cuzk's own setup,
+//! [`cuzk_groth16::setup`]) and a really sealed small
 //! sector's C1 output, made with filecoin-proofs. Cached: a fixture directory that holds a
 //! complete, valid fixture is reused as it is.
 //!
@@ -28,6 +29,12 @@ use storage_proofs_core::api_version::ApiFeature;
 use storage_proofs_core::compound_proof::CompoundProof;
 use storage_proofs_core::merkle::MerkleTreeTrait;
 use storage_proofs_porep::stacked::{StackedCompound, StackedDrg};
+
+use cuzk_groth16::progress::{step, Prefixed, Progress, Silent};
+use cuzk_groth16::setup::{setup_circuit, ToxicWaste};
+use storage_proofs_core::compound_proof::CircuitComponent;
+use storage_proofs_core::parameter_cache::ParameterSetMetadata;
+use storage_proofs_core::proof::ProofScheme;
 
 use crate::c1;
 use crate::params::{seal_params_path, seal_vk_path, use_proof_dirs, PRODUCTION_PARAM_DIR};
@@ -148,6 +155,11 @@ pub fn ensure_fixture(dir: &Path, sector_size: u64) -> Result<Fixture> {
     ensure_fixture_of(dir, fixture_proof(sector_size)?)
 }
 
+/// As [`ensure_fixture`], each long step (parameters, sealing) reported to `progress`.
+pub fn ensure_fixture_with(dir: &Path, sector_size: u64, progress: &dyn Progress) -> Result<Fixture> {
+    ensure_fixture_of_with(dir, fixture_proof(sector_size)?, progress)
+}
+
 /// The NI-PoRep 2 KiB proof type: 13 partitions. Its own parameters take 7-13 minutes to
 /// generate on 2 cores, so its fixture is made only when asked for.
 pub const NI_POREP_2KIB: RegisteredSealProof = RegisteredSealProof::StackedDrg2KiBV1_2_Feat_NonInteractivePoRep;
@@ -167,6 +179,11 @@ pub fn default_fixture_dir_of(proof: RegisteredSealProof) -> PathBuf {
 /// As [`ensure_fixture`] for a given proof type of a fixture size (2 KiB or 8 MiB): for
 /// example [`NI_POREP_2KIB`].
 pub fn ensure_fixture_of(dir: &Path, proof: RegisteredSealProof) -> Result<Fixture> {
+    ensure_fixture_of_with(dir, proof, &Silent)
+}
+
+/// As [`ensure_fixture_of`], each long step reported to `progress`.
+pub fn ensure_fixture_of_with(dir: &Path, proof: RegisteredSealProof, progress: &dyn Progress) -> Result<Fixture> {
     refuse_production_dir(dir)?;
     let sector_size = u64::from(proof.sector_size());
     fixture_proof(sector_size)?;
@@ -206,13 +223,12 @@ pub fn ensure_fixture_of(dir: &Path, proof: RegisteredSealProof) -> Result<Fixtu
 
     let start = Instant::now();
     if !params_valid(&params, proof) {
-        let config = proof.as_v1_config();
-        with_shape!(sector_size, generate_params, &config)?;
+        with_shape!(sector_size, generate_params, proof, &params, progress)?;
     }
     fixture.param_time = start.elapsed();
 
     let start = Instant::now();
-    let c1_json = seal_sector(&dir, proof, fixture.identity())?;
+    let c1_json = seal_sector(&dir, proof, fixture.identity(), progress)?;
     write_atomic(&fixture.c1_path(), &c1_json)?;
     write_atomic(
         &fixture.envelope_path(),
@@ -281,25 +297,53 @@ fn ensure_aggregation_srs<Tree: 'static + MerkleTreeTrait>(config: &PoRepConfig)
     Ok(())
 }
 
-/// Generates Groth16 parameters and the verifying key with filecoin-proofs' own parameter
-/// cache (random toxic waste: test use only).
-fn generate_params<Tree: 'static + MerkleTreeTrait>(config: &PoRepConfig) -> Result<()> {
-    let pp = public_params::<Tree>(config)?;
-    let mut rng = rand::rngs::OsRng;
-    type Compound<Tree> = StackedCompound<Tree, DefaultPieceHasher>;
-    <Compound<Tree> as CompoundProof<StackedDrg<'_, Tree, DefaultPieceHasher>, _>>::groth_params(
-        Some(&mut rng),
-        &pp,
-    )?;
-    <Compound<Tree> as CompoundProof<StackedDrg<'_, Tree, DefaultPieceHasher>, _>>::verifying_key(
-        Some(&mut rng),
-        &pp,
-    )?;
-    Ok(())
+/// Test parameters of one circuit of a compound proof, made with cuzk's own setup
+/// ([`cuzk_groth16::setup`]) from fresh random toxic waste (test use only: anyone who kept
+/// the waste could forge proofs), and written in `params_dir` as filecoin-proofs' parameter
+/// cache names them by the circuit's identifier: `.params`, `.vk` and `.meta`, each whole
+/// under its final name or not at all. Files already there and valid are kept.
+fn make_params<'a, S, C, Cp>(label: &str, params_dir: &Path, pp: &S::PublicParams, progress: &dyn Progress) -> Result<()>
+where
+    S: ProofScheme<'a>,
+    S::Proof: Sync + Send,
+    S::PublicParams: ParameterSetMetadata + Sync + Send,
+    S::PublicInputs: Clone + Sync,
+    C: bellperson::Circuit<blstrs::Scalar> + CircuitComponent + Send,
+    Cp: CompoundProof<'a, S, C>,
+{
+    use storage_proofs_core::parameter_cache::{metadata_id, parameter_id, verifying_key_id, CacheableParameters};
+    let id = <Cp as CacheableParameters<C, S::PublicParams>>::cache_identifier(pp);
+    let (params, vk, meta) =
+        (params_dir.join(parameter_id(&id)), params_dir.join(verifying_key_id(&id)), params_dir.join(metadata_id(&id)));
+    if cuzk_groth16::Srs::shape(&params).is_ok() && vk.is_file() && meta.is_file() {
+        return Ok(());
+    }
+    let waste = ToxicWaste::random(&mut rand::rngs::OsRng);
+    let labelled = Prefixed { inner: progress, prefix: format!("{label} parameters: ") };
+    let summary = setup_circuit(Cp::blank_circuit(pp), &waste, &params, &vk, &labelled)
+        .with_context(|| format!("making the {label} test parameters ({})", params.display()))?;
+    log::info!(
+        "{label} parameters: {} constraints, {} inputs, {} aux; recorded in {:.1} s, points in {:.1} s -> {}",
+        summary.constraints,
+        summary.inputs,
+        summary.aux,
+        summary.record.as_secs_f64(),
+        summary.points.as_secs_f64(),
+        params.display()
+    );
+    write_atomic(&meta, &serde_json::to_vec(&<Cp as CacheableParameters<C, S::PublicParams>>::cache_meta(pp))?)
+}
+
+/// The PoRep circuit's test parameters ([`make_params`]).
+fn generate_params<Tree: 'static + MerkleTreeTrait>(proof: RegisteredSealProof, params_dir: &Path, progress: &dyn Progress) -> Result<()> {
+    let pp = public_params::<Tree>(&proof.as_v1_config())?;
+    make_params::<StackedDrg<'_, Tree, DefaultPieceHasher>, _, StackedCompound<Tree, DefaultPieceHasher>>(
+        &format!("{proof:?}"), params_dir, &pp, progress,
+    )
 }
 
 /// Seals one sector of random data and returns its C1 output as JSON.
-fn seal_sector(dir: &Path, proof: RegisteredSealProof, id: SectorIdentity) -> Result<Vec<u8>> {
+fn seal_sector(dir: &Path, proof: RegisteredSealProof, id: SectorIdentity, progress: &dyn Progress) -> Result<Vec<u8>> {
     let work = dir.join("sector");
     let _ = fs::remove_dir_all(&work);
     let cache = work.join("cache");
@@ -333,12 +377,13 @@ fn seal_sector(dir: &Path, proof: RegisteredSealProof, id: SectorIdentity) -> Re
     let sector = SectorId::from(id.sector_id);
     let pieces = [piece];
 
-    let p1 = api::seal_pre_commit_phase1(
-        proof, &cache, &staged, &sealed, id.prover_id, sector, ticket, &pieces,
-    )?;
-    let p2 = api::seal_pre_commit_phase2(p1, &cache, &sealed)?;
-    let c1: SealCommitPhase1Output =
-        api::seal_commit_phase1(&cache, &sealed, id.prover_id, sector, ticket, seed, p2, &pieces)?;
+    let p1 = step(progress, "sealing: pre-commit phase 1 (labels)", || {
+        api::seal_pre_commit_phase1(proof, &cache, &staged, &sealed, id.prover_id, sector, ticket, &pieces)
+    })?;
+    let p2 = step(progress, "sealing: pre-commit phase 2 (trees)", || api::seal_pre_commit_phase2(p1, &cache, &sealed))?;
+    let c1: SealCommitPhase1Output = step(progress, "sealing: commit phase 1", || {
+        api::seal_commit_phase1(&cache, &sealed, id.prover_id, sector, ticket, seed, p2, &pieces)
+    })?;
     ensure!(c1.registered_proof == proof, "sealed with an unexpected proof type");
     let json = serde_json::to_vec(&c1)?;
     let _ = fs::remove_dir_all(&work);
@@ -437,6 +482,11 @@ pub fn kind_proofs(
 /// `kinds/{winning,window,window-v1,snap}.json` ([`KindInput`]), `kinds/fixture.json` last.
 /// WindowPoSt API 1.0 shares the parameters of 1.2.
 pub fn ensure_kind_fixtures(dir: &Path, sector_size: u64) -> Result<KindFixtures> {
+    ensure_kind_fixtures_with(dir, sector_size, &Silent)
+}
+
+/// As [`ensure_kind_fixtures`], each long step reported to `progress`.
+pub fn ensure_kind_fixtures_with(dir: &Path, sector_size: u64, progress: &dyn Progress) -> Result<KindFixtures> {
     refuse_production_dir(dir)?;
     let seal_proof = fixture_proof(sector_size)?;
     let (winning_proof, window_proof, update_proof) = kind_proofs(sector_size)?;
@@ -475,13 +525,14 @@ pub fn ensure_kind_fixtures(dir: &Path, sector_size: u64) -> Result<KindFixtures
     }
     let start = Instant::now();
     if !params_ok {
-        with_shape!(sector_size, generate_kind_params, winning_proof, window_proof, update_proof)?;
+        with_shape!(sector_size, generate_kind_params, winning_proof, window_proof, update_proof, &params, progress)?;
     }
     let param_time = start.elapsed();
     let start = Instant::now();
     fs::create_dir_all(&kinds)?;
-    let (winning, window, window_v1, snap) =
-        seal_and_update(&kinds, seal_proof, winning_proof, window_proof, update_proof)?;
+    let (winning, window, window_v1, snap) = step(progress, "sealing and updating a sector (PoSt and SnapDeals inputs)", || {
+        seal_and_update(&kinds, seal_proof, winning_proof, window_proof, update_proof)
+    })?;
     for (name, input) in [("winning", &winning), ("window", &window), ("window-v1", &window_v1), ("snap", &snap)] {
         write_atomic(&kinds.join(format!("{name}.json")), &serde_json::to_vec_pretty(input)?)?;
     }
@@ -489,16 +540,16 @@ pub fn ensure_kind_fixtures(dir: &Path, sector_size: u64) -> Result<KindFixtures
     Ok(KindFixtures { dir, winning, window, window_v1, snap, cached: false, param_time, seal_time: start.elapsed() })
 }
 
-/// Test parameters of the WinningPoSt, WindowPoSt and update circuits, by filecoin-proofs'
-/// own parameter cache (random toxic waste).
+/// Test parameters of the WinningPoSt, WindowPoSt and update circuits ([`make_params`]).
 fn generate_kind_params<Tree: 'static + MerkleTreeTrait<Hasher = filecoin_proofs::TreeRHasher>>(
     winning: filecoin_proofs_api::RegisteredPoStProof,
     window: filecoin_proofs_api::RegisteredPoStProof,
     update: filecoin_proofs_api::RegisteredUpdateProof,
+    params_dir: &Path,
+    progress: &dyn Progress,
 ) -> Result<()> {
     use storage_proofs_post::fallback::{FallbackPoSt, FallbackPoStCompound};
     use storage_proofs_update::{EmptySectorUpdate, EmptySectorUpdateCompound};
-    let mut rng = rand::rngs::OsRng;
     for post in [winning, window] {
         let config = post.as_v1_config();
         let pp = if post == winning {
@@ -506,13 +557,10 @@ fn generate_kind_params<Tree: 'static + MerkleTreeTrait<Hasher = filecoin_proofs
         } else {
             filecoin_proofs::parameters::window_post_public_params::<Tree>(&config)?
         };
-        <FallbackPoStCompound<Tree> as CompoundProof<FallbackPoSt<'_, Tree>, _>>::groth_params(Some(&mut rng), &pp)?;
-        <FallbackPoStCompound<Tree> as CompoundProof<FallbackPoSt<'_, Tree>, _>>::verifying_key(Some(&mut rng), &pp)?;
+        make_params::<FallbackPoSt<'_, Tree>, _, FallbackPoStCompound<Tree>>(&format!("{post:?}"), params_dir, &pp, progress)?;
     }
     let pp = storage_proofs_update::PublicParams::from_sector_size(u64::from(update.sector_size()));
-    <EmptySectorUpdateCompound<Tree> as CompoundProof<EmptySectorUpdate<Tree>, _>>::groth_params(Some(&mut rng), &pp)?;
-    <EmptySectorUpdateCompound<Tree> as CompoundProof<EmptySectorUpdate<Tree>, _>>::verifying_key(Some(&mut rng), &pp)?;
-    Ok(())
+    make_params::<EmptySectorUpdate<Tree>, _, EmptySectorUpdateCompound<Tree>>(&format!("{update:?}"), params_dir, &pp, progress)
 }
 
 /// Seals a sector of random data, takes its WinningPoSt and WindowPoSt vanilla proofs, then
