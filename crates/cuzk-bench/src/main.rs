@@ -6,6 +6,7 @@ mod client;
 mod gpu_bench;
 mod kinds_bench;
 mod progress;
+mod setup_bench;
 mod engine_bench;
 mod shape_bench;
 
@@ -137,6 +138,9 @@ enum Cmd {
     /// per-proof time, GPU busy fraction, timeline, peak RSS and VRAM (a benchmark on random
     /// parameters; its proofs cannot verify).
     EngineBench(engine_bench::EngineBenchArgs),
+    /// cuzk's parameter setup against bellperson's generator on the fixtures' circuits, in
+    /// the same run with the same toxic waste: times, their ratio, and the bytes compared.
+    SetupBench(setup_bench::Args),
     /// WinningPoSt, a WindowPoSt partition and SnapDeals on the 2 KiB fixtures, cuzk against
     /// filecoin-proofs' own provers in the same run (real inputs: the proofs verify).
     KindsBench {
@@ -487,6 +491,7 @@ fn run(cli: Cli) -> Result<()> {
         Cmd::GpuBench(args) => gpu_bench::run(&args)?,
         Cmd::ShapeBench(args) => shape_bench::run(&args)?,
         Cmd::EngineBench(args) => engine_bench::run(&args)?,
+        Cmd::SetupBench(args) => setup_bench::run(&args, &progress::Stderr::new())?,
         Cmd::KindsBench { backend, rounds } => {
             let be = select_backend(backend)?;
             kinds_bench::run(be.as_ref(), rounds)?

@@ -33,7 +33,7 @@ use storage_proofs_porep::stacked::{StackedCompound, StackedDrg};
 use cuzk_groth16::progress::{step, Prefixed, Progress, Silent};
 use cuzk_groth16::setup::{setup_circuit, ToxicWaste};
 use storage_proofs_core::compound_proof::CircuitComponent;
-use storage_proofs_core::parameter_cache::ParameterSetMetadata;
+use storage_proofs_core::parameter_cache::{CacheEntryMetadata, CacheableParameters, ParameterSetMetadata};
 use storage_proofs_core::proof::ProofScheme;
 
 use crate::c1;
@@ -223,7 +223,7 @@ pub fn ensure_fixture_of_with(dir: &Path, proof: RegisteredSealProof, progress: 
 
     let start = Instant::now();
     if !params_valid(&params, proof) {
-        with_shape!(sector_size, generate_params, proof, &params, progress)?;
+        fixture_circuits(proof, false, &mut WriteParams { dir: &params, progress })?;
     }
     fixture.param_time = start.elapsed();
 
@@ -297,12 +297,24 @@ fn ensure_aggregation_srs<Tree: 'static + MerkleTreeTrait>(config: &PoRepConfig)
     Ok(())
 }
 
-/// Test parameters of one circuit of a compound proof, made with cuzk's own setup
-/// ([`cuzk_groth16::setup`]) from fresh random toxic waste (test use only: anyone who kept
-/// the waste could forge proofs), and written in `params_dir` as filecoin-proofs' parameter
-/// cache names them by the circuit's identifier: `.params`, `.vk` and `.meta`, each whole
-/// under its final name or not at all. Files already there and valid are kept.
-fn make_params<'a, S, C, Cp>(label: &str, params_dir: &Path, pp: &S::PublicParams, progress: &dyn Progress) -> Result<()>
+/// One circuit that fixtures make test parameters for: its label (the registered proof),
+/// its identifier in filecoin-proofs' parameter cache (which names its files), the cache's
+/// metadata, and its blank circuit (no values), made anew for each use.
+pub struct FixtureCircuit<'a, C> {
+    pub label: String,
+    pub cache_id: String,
+    pub meta: CacheEntryMetadata,
+    pub blank: &'a dyn Fn() -> C,
+}
+
+/// Receives the circuits of [`fixture_circuits`]: the fixtures write their parameters
+/// ([`WriteParams`]), cuzk-bench's setup bench times generators on them.
+pub trait CircuitSink {
+    fn circuit<C: bellperson::Circuit<blstrs::Scalar>>(&mut self, c: FixtureCircuit<'_, C>) -> Result<()>;
+}
+
+/// Hands `sink` one compound proof's circuit for its public parameters `pp`.
+fn visit<'a, S, C, Cp>(label: String, pp: &S::PublicParams, sink: &mut impl CircuitSink) -> Result<()>
 where
     S: ProofScheme<'a>,
     S::Proof: Sync + Send,
@@ -311,35 +323,90 @@ where
     C: bellperson::Circuit<blstrs::Scalar> + CircuitComponent + Send,
     Cp: CompoundProof<'a, S, C>,
 {
-    use storage_proofs_core::parameter_cache::{metadata_id, parameter_id, verifying_key_id, CacheableParameters};
-    let id = <Cp as CacheableParameters<C, S::PublicParams>>::cache_identifier(pp);
-    let (params, vk, meta) =
-        (params_dir.join(parameter_id(&id)), params_dir.join(verifying_key_id(&id)), params_dir.join(metadata_id(&id)));
-    if cuzk_groth16::Srs::shape(&params).is_ok() && vk.is_file() && meta.is_file() {
-        return Ok(());
-    }
-    let waste = ToxicWaste::random(&mut rand::rngs::OsRng);
-    let labelled = Prefixed { inner: progress, prefix: format!("{label} parameters: ") };
-    let summary = setup_circuit(Cp::blank_circuit(pp), &waste, &params, &vk, &labelled)
-        .with_context(|| format!("making the {label} test parameters ({})", params.display()))?;
-    log::info!(
-        "{label} parameters: {} constraints, {} inputs, {} aux; recorded in {:.1} s, points in {:.1} s -> {}",
-        summary.constraints,
-        summary.inputs,
-        summary.aux,
-        summary.record.as_secs_f64(),
-        summary.points.as_secs_f64(),
-        params.display()
-    );
-    write_atomic(&meta, &serde_json::to_vec(&<Cp as CacheableParameters<C, S::PublicParams>>::cache_meta(pp))?)
+    sink.circuit(FixtureCircuit {
+        label,
+        cache_id: <Cp as CacheableParameters<C, S::PublicParams>>::cache_identifier(pp),
+        meta: <Cp as CacheableParameters<C, S::PublicParams>>::cache_meta(pp),
+        blank: &|| Cp::blank_circuit(pp),
+    })
 }
 
-/// The PoRep circuit's test parameters ([`make_params`]).
-fn generate_params<Tree: 'static + MerkleTreeTrait>(proof: RegisteredSealProof, params_dir: &Path, progress: &dyn Progress) -> Result<()> {
+/// The circuits fixtures make parameters for: the PoRep of `proof` (interactive or
+/// NI-PoRep), and with `kinds` the WinningPoSt, WindowPoSt (API 1.2; 1.0 shares it) and
+/// sector update circuits of its sector size ([`kind_proofs`]).
+pub fn fixture_circuits(proof: RegisteredSealProof, kinds: bool, sink: &mut impl CircuitSink) -> Result<()> {
+    let size = u64::from(proof.sector_size());
+    with_shape!(size, porep_circuit, proof, sink)?;
+    if kinds {
+        let (winning, window, update) = kind_proofs(size)?;
+        with_shape!(size, kind_circuits, winning, window, update, sink)?;
+    }
+    Ok(())
+}
+
+fn porep_circuit<Tree: 'static + MerkleTreeTrait>(proof: RegisteredSealProof, sink: &mut impl CircuitSink) -> Result<()> {
     let pp = public_params::<Tree>(&proof.as_v1_config())?;
-    make_params::<StackedDrg<'_, Tree, DefaultPieceHasher>, _, StackedCompound<Tree, DefaultPieceHasher>>(
-        &format!("{proof:?}"), params_dir, &pp, progress,
-    )
+    visit::<StackedDrg<'_, Tree, DefaultPieceHasher>, _, StackedCompound<Tree, DefaultPieceHasher>>(format!("{proof:?}"), &pp, sink)
+}
+
+fn kind_circuits<Tree: 'static + MerkleTreeTrait<Hasher = filecoin_proofs::TreeRHasher>>(
+    winning: filecoin_proofs_api::RegisteredPoStProof,
+    window: filecoin_proofs_api::RegisteredPoStProof,
+    update: filecoin_proofs_api::RegisteredUpdateProof,
+    sink: &mut impl CircuitSink,
+) -> Result<()> {
+    use storage_proofs_post::fallback::{FallbackPoSt, FallbackPoStCompound};
+    use storage_proofs_update::{EmptySectorUpdate, EmptySectorUpdateCompound};
+    for post in [winning, window] {
+        let config = post.as_v1_config();
+        let pp = if post == winning {
+            filecoin_proofs::parameters::winning_post_public_params::<Tree>(&config)?
+        } else {
+            filecoin_proofs::parameters::window_post_public_params::<Tree>(&config)?
+        };
+        visit::<FallbackPoSt<'_, Tree>, _, FallbackPoStCompound<Tree>>(format!("{post:?}"), &pp, sink)?;
+    }
+    let pp = storage_proofs_update::PublicParams::from_sector_size(u64::from(update.sector_size()));
+    visit::<EmptySectorUpdate<Tree>, _, EmptySectorUpdateCompound<Tree>>(format!("{update:?}"), &pp, sink)
+}
+
+/// Writes each circuit's test parameters with cuzk's own setup ([`cuzk_groth16::setup`])
+/// from fresh random toxic waste (test use only: anyone who kept the waste could forge
+/// proofs), into `dir` as filecoin-proofs' parameter cache names them: `.params`, `.vk`
+/// and `.meta`, each whole under its final name or not at all. Files already there and
+/// valid are kept.
+pub struct WriteParams<'a> {
+    pub dir: &'a Path,
+    pub progress: &'a dyn Progress,
+}
+
+impl CircuitSink for WriteParams<'_> {
+    fn circuit<C: bellperson::Circuit<blstrs::Scalar>>(&mut self, c: FixtureCircuit<'_, C>) -> Result<()> {
+        use storage_proofs_core::parameter_cache::{metadata_id, parameter_id, verifying_key_id};
+        let (params, vk, meta) = (
+            self.dir.join(parameter_id(&c.cache_id)),
+            self.dir.join(verifying_key_id(&c.cache_id)),
+            self.dir.join(metadata_id(&c.cache_id)),
+        );
+        if cuzk_groth16::Srs::shape(&params).is_ok() && vk.is_file() && meta.is_file() {
+            return Ok(());
+        }
+        let waste = ToxicWaste::random(&mut rand::rngs::OsRng);
+        let labelled = Prefixed { inner: self.progress, prefix: format!("{} parameters: ", c.label) };
+        let summary = setup_circuit((c.blank)(), &waste, &params, &vk, &labelled)
+            .with_context(|| format!("making the {} test parameters ({})", c.label, params.display()))?;
+        log::info!(
+            "{} parameters: {} constraints, {} inputs, {} aux; recorded in {:.1} s, points in {:.1} s -> {}",
+            c.label,
+            summary.constraints,
+            summary.inputs,
+            summary.aux,
+            summary.record.as_secs_f64(),
+            summary.points.as_secs_f64(),
+            params.display()
+        );
+        write_atomic(&meta, &serde_json::to_vec(&c.meta)?)
+    }
 }
 
 /// Seals one sector of random data and returns its C1 output as JSON.
@@ -525,7 +592,8 @@ pub fn ensure_kind_fixtures_with(dir: &Path, sector_size: u64, progress: &dyn Pr
     }
     let start = Instant::now();
     if !params_ok {
-        with_shape!(sector_size, generate_kind_params, winning_proof, window_proof, update_proof, &params, progress)?;
+        let mut sink = WriteParams { dir: &params, progress };
+        with_shape!(sector_size, kind_circuits, winning_proof, window_proof, update_proof, &mut sink)?;
     }
     let param_time = start.elapsed();
     let start = Instant::now();
@@ -538,29 +606,6 @@ pub fn ensure_kind_fixtures_with(dir: &Path, sector_size: u64, progress: &dyn Pr
     }
     write_atomic(&kinds.join("fixture.json"), br#"{"complete": true}"#)?;
     Ok(KindFixtures { dir, winning, window, window_v1, snap, cached: false, param_time, seal_time: start.elapsed() })
-}
-
-/// Test parameters of the WinningPoSt, WindowPoSt and update circuits ([`make_params`]).
-fn generate_kind_params<Tree: 'static + MerkleTreeTrait<Hasher = filecoin_proofs::TreeRHasher>>(
-    winning: filecoin_proofs_api::RegisteredPoStProof,
-    window: filecoin_proofs_api::RegisteredPoStProof,
-    update: filecoin_proofs_api::RegisteredUpdateProof,
-    params_dir: &Path,
-    progress: &dyn Progress,
-) -> Result<()> {
-    use storage_proofs_post::fallback::{FallbackPoSt, FallbackPoStCompound};
-    use storage_proofs_update::{EmptySectorUpdate, EmptySectorUpdateCompound};
-    for post in [winning, window] {
-        let config = post.as_v1_config();
-        let pp = if post == winning {
-            filecoin_proofs::parameters::winning_post_public_params::<Tree>(&config)?
-        } else {
-            filecoin_proofs::parameters::window_post_public_params::<Tree>(&config)?
-        };
-        make_params::<FallbackPoSt<'_, Tree>, _, FallbackPoStCompound<Tree>>(&format!("{post:?}"), params_dir, &pp, progress)?;
-    }
-    let pp = storage_proofs_update::PublicParams::from_sector_size(u64::from(update.sector_size()));
-    make_params::<EmptySectorUpdate<Tree>, _, EmptySectorUpdateCompound<Tree>>(&format!("{update:?}"), params_dir, &pp, progress)
 }
 
 /// Seals a sector of random data, takes its WinningPoSt and WindowPoSt vanilla proofs, then
