@@ -30,6 +30,10 @@ pub struct Args {
     /// Rounds of bellperson's generator per circuit (0: none; each is minutes at 2 KiB).
     #[arg(long, default_value_t = 1)]
     pub reference_rounds: usize,
+    /// Only the circuits whose label (the registered proof, e.g. StackedDrgWindow2KiBV1_2)
+    /// contains this.
+    #[arg(long)]
+    pub only: Option<String>,
     /// Where the parameter files of each round are written and compared (removed after).
     #[arg(long)]
     pub work_dir: Option<PathBuf>,
@@ -68,6 +72,9 @@ fn median(d: &[Duration]) -> Option<f64> {
 
 impl CircuitSink for Bench<'_> {
     fn circuit<C: bellperson::Circuit<blstrs::Scalar>>(&mut self, c: FixtureCircuit<'_, C>) -> Result<()> {
+        if self.args.only.as_ref().is_some_and(|o| !c.label.contains(o.as_str())) {
+            return Ok(());
+        }
         let (params, vk) = (self.dir.join("round.params"), self.dir.join("round.vk"));
         let mut row = Row { label: c.label.clone(), constraints: 0, ours: Vec::new(), theirs: Vec::new(), equal: None };
         for round in 0..self.args.rounds.max(self.args.reference_rounds).max(1) {
@@ -159,6 +166,9 @@ pub fn run(args: &Args, progress: &dyn Progress) -> Result<()> {
         let _ = std::fs::remove_dir_all(&dir);
     }
     done?;
+    if bench.rows.is_empty() {
+        bail!("no circuit's label contains {:?}", args.only.as_deref().unwrap_or(""));
+    }
     println!();
     println!("| circuit | constraints | cuzk setup (median) | bellperson | bellperson / cuzk | bytes equal |");
     println!("|---|---|---|---|---|---|");

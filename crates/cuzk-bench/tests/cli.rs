@@ -228,3 +228,22 @@ fn engine_bench_runs_a_shape_only_job_through_the_engine_and_refuses_real_inputs
     assert!(stderr(&o).contains("takes shape-only C1 outputs"), "{}", stderr(&o));
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// The real WindowPoSt circuit (storage-proofs' PoSt synthesizes another way in an
+/// extensible constraint system: our setup must see the path bellperson's generator sees):
+/// cuzk's setup and bellperson's, same toxic waste, bytes equal. Progress on stderr as
+/// plain lines, since stderr is a pipe here.
+#[test]
+fn setup_bench_equals_bellperson_on_the_window_post_circuit_and_shows_progress_in_a_pipe() {
+    let o = bench(&["setup-bench", "--kinds", "--only", "StackedDrgWindow2KiBV1_2", "--rounds", "1", "--reference-rounds", "1"]);
+    let (out, err) = (String::from_utf8_lossy(&o.stdout), stderr(&o));
+    assert!(o.status.success(), "{out}\n{err}");
+    assert!(out.contains("StackedDrgWindow2KiBV1_2 round 1: bellperson") && out.contains(".params and .vk bytes equal"), "{out}");
+    assert!(out.lines().any(|l| l.starts_with("| StackedDrgWindow2KiBV1_2 |") && l.ends_with("| yes |")), "{out}");
+    for stage in ["recording the circuit: started", "G1 points (h, ic, l, a, b): started (", "G2 points (b): done in"] {
+        assert!(err.contains(&format!("StackedDrgWindow2KiBV1_2 round 1: {stage}")), "no {stage:?} in:\n{err}");
+    }
+    let none = bench(&["setup-bench", "--only", "NoSuchCircuit", "--reference-rounds", "0"]);
+    assert!(!none.status.success());
+    assert!(stderr(&none).contains("no circuit's label contains \"NoSuchCircuit\""), "{}", stderr(&none));
+}
