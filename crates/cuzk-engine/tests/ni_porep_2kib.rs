@@ -20,7 +20,7 @@ async fn result(e: &Engine, id: &str) -> Arc<JobResult> {
 /// workers, several partitions in flight at once), aggregated and verified by
 /// filecoin-proofs. Run with `cargo test --release -p cuzk-engine --test ni_porep_2kib -- --ignored`; its result is in bench/NOTES.md.
 #[tokio::test(flavor = "multi_thread")]
-#[ignore = "needs the NI-PoRep 2 KiB parameters, 7-13 minutes to generate on CI's 2 cores, and about 10 more to prove 13 partitions on the CPU backend: past CI's time budget"]
+#[ignore = "proves 13 partitions on the CPU backend: 305 s on CI's 2 cores (its fixture 50 s more the first time), past CI's 40-minute aim"]
 async fn ni_porep_2kib_partitions_through_the_scheduler_verify() {
     use cuzk_filecoin::fixture::{default_fixture_dir_of, ensure_fixture_of, NI_POREP_2KIB};
     let t = Instant::now();

@@ -525,6 +525,21 @@ struct Recorder {
     dict: Dictionary,
 }
 
+impl Recorder {
+    /// One constraint's rows, its linear combinations built here.
+    fn record(
+        &mut self,
+        a: impl FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+        b: impl FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+        c: impl FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+    ) {
+        let Recorder { rows, dict } = self;
+        rows[0].push(&a(LinearCombination::zero()), dict);
+        rows[1].push(&b(LinearCombination::zero()), dict);
+        rows[2].push(&c(LinearCombination::zero()), dict);
+    }
+}
+
 /// Counts when a marked top-level namespace began.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 struct Mark {
@@ -613,10 +628,7 @@ impl<const RECORD: bool> ConstraintSystem<Scalar> for AssignmentCs<RECORD> {
     {
         self.constraints += 1;
         if let Some(r) = self.recorder.as_deref_mut() {
-            let Recorder { rows, dict } = r;
-            rows[0].push(&a(LinearCombination::zero()), dict);
-            rows[1].push(&b(LinearCombination::zero()), dict);
-            rows[2].push(&c(LinearCombination::zero()), dict);
+            r.record(a, b, c);
         }
     }
 
@@ -975,10 +987,7 @@ impl ConstraintSystem<Scalar> for StructureCs {
         LC: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
     {
         self.constraints += 1;
-        let Recorder { rows, dict } = &mut self.recorder;
-        rows[0].push(&a(LinearCombination::zero()), dict);
-        rows[1].push(&b(LinearCombination::zero()), dict);
-        rows[2].push(&c(LinearCombination::zero()), dict);
+        self.recorder.record(a, b, c);
     }
 
     fn push_namespace<NR, N>(&mut self, _: N)
