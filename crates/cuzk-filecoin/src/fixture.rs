@@ -391,6 +391,17 @@ impl CircuitSink for WriteParams<'_> {
         if cuzk_groth16::Srs::shape(&params).is_ok() && vk.is_file() && meta.is_file() {
             return Ok(());
         }
+        // A key or metadata left from other parameters must not outlive them: gone first, so
+        // that a setup cut short leaves parameters without a key (made again next time),
+        // never parameters beside another waste's key.
+        for stale in [&vk, &meta] {
+            match fs::remove_file(stale) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                    return Err(e).with_context(|| format!("removing the stale {}", stale.display()))
+                }
+                _ => {}
+            }
+        }
         let waste = ToxicWaste::random(&mut rand::rngs::OsRng);
         let labelled = Prefixed { inner: self.progress, prefix: format!("{} parameters: ", c.label) };
         let summary = setup_circuit((c.blank)(), &waste, &params, &vk, &labelled)
