@@ -105,11 +105,21 @@ impl Progress for Stderr {
     }
 
     fn finish(&self) {
+        self.end("done in");
+    }
+
+    fn failed(&self) {
+        self.end("failed after");
+    }
+}
+
+impl Stderr {
+    fn end(&self, how: &str) {
         let Some(s) = self.lock().take() else { return };
         if let Some(bar) = &s.bar {
             bar.finish_and_clear();
         }
-        eprintln!("{} {}: done in {:.1} s", self.stamp(), s.name, s.start.elapsed().as_secs_f64());
+        eprintln!("{} {}: {how} {:.1} s", self.stamp(), s.name, s.start.elapsed().as_secs_f64());
     }
 }
 
@@ -130,5 +140,10 @@ mod tests {
         p.stage("sealing", 0);
         let line = p.plain_line(p.lock().as_ref().unwrap());
         assert!(line.contains("sealing: running"), "{line}");
+        p.finish();
+        // A failing step ends its stage too (as "failed after", not "done in").
+        let r: Result<(), &str> = cuzk_groth16::progress::step(&p, "sealing", || Err("no disk"));
+        assert_eq!(r, Err("no disk"));
+        assert!(p.lock().is_none());
     }
 }

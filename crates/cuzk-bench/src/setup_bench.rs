@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use cuzk_filecoin::fixture::{fixture_circuits, CircuitSink, FixtureCircuit};
-use cuzk_groth16::progress::{Prefixed, Progress};
+use cuzk_groth16::progress::{step, Prefixed, Progress};
 use cuzk_groth16::setup::{setup_circuit, ToxicWaste};
 use rand::SeedableRng;
 
@@ -98,14 +98,15 @@ impl CircuitSink for Bench<'_> {
                 s.aux
             );
             if round < self.args.reference_rounds {
-                self.progress.stage(&format!("{} round {}: bellperson's generator (no progress of its own)", c.label, round + 1), 0);
                 let t = Instant::now();
-                let reference = bellperson::groth16::generate_parameters::<blstrs::Bls12, _>(
-                    (c.blank)(), waste.g1, waste.g2, waste.alpha, waste.beta, waste.gamma, waste.delta, waste.tau,
-                )
+                let name = format!("{} round {}: bellperson's generator (no progress of its own)", c.label, round + 1);
+                let reference = step(self.progress, &name, || {
+                    bellperson::groth16::generate_parameters::<blstrs::Bls12, _>(
+                        (c.blank)(), waste.g1, waste.g2, waste.alpha, waste.beta, waste.gamma, waste.delta, waste.tau,
+                    )
+                })
                 .context("bellperson's generator")?;
                 let took = t.elapsed();
-                self.progress.finish();
                 row.theirs.push(took);
                 let (mut p, mut v) = (Vec::new(), Vec::new());
                 reference.write(&mut p)?;

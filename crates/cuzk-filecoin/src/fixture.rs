@@ -160,8 +160,8 @@ pub fn ensure_fixture_with(dir: &Path, sector_size: u64, progress: &dyn Progress
     ensure_fixture_of_with(dir, fixture_proof(sector_size)?, progress)
 }
 
-/// The NI-PoRep 2 KiB proof type: 13 partitions. Its own parameters take 7-13 minutes to
-/// generate on 2 cores, so its fixture is made only when asked for.
+/// The NI-PoRep 2 KiB proof type: 13 partitions. Its fixture (about 50 s on 2 cores) is
+/// made only when asked for: only the ignored NI-PoRep test uses it.
 pub const NI_POREP_2KIB: RegisteredSealProof = RegisteredSealProof::StackedDrg2KiBV1_2_Feat_NonInteractivePoRep;
 
 /// Where the fixture of another proof type than its size's default is cached: beside the
@@ -388,7 +388,14 @@ impl CircuitSink for WriteParams<'_> {
             self.dir.join(verifying_key_id(&c.cache_id)),
             self.dir.join(metadata_id(&c.cache_id)),
         );
-        if cuzk_groth16::Srs::shape(&params).is_ok() && vk.is_file() && meta.is_file() {
+        let valid = || cuzk_groth16::Srs::shape(&params).is_ok() && vk.is_file() && meta.is_file();
+        if valid() {
+            return Ok(());
+        }
+        // One maker at a time per circuit, across threads and processes: the others wait,
+        // then find its files.
+        let _lock = lock_file(&params.with_extension("lock"))?;
+        if valid() {
             return Ok(());
         }
         // A key or metadata left from other parameters must not outlive them: gone first, so
@@ -418,6 +425,22 @@ impl CircuitSink for WriteParams<'_> {
         );
         write_atomic(&meta, &serde_json::to_vec(&c.meta)?)
     }
+}
+
+/// An exclusive lock on `path` (created if missing), held until the file is dropped.
+fn lock_file(path: &Path) -> Result<fs::File> {
+    use std::os::fd::AsRawFd;
+    let f = fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(path)
+        .with_context(|| format!("opening the lock {}", path.display()))?;
+    // SAFETY: flock on a descriptor this function owns; released when it is closed.
+    if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) } != 0 {
+        return Err(std::io::Error::last_os_error()).with_context(|| format!("locking {}", path.display()));
+    }
+    Ok(f)
 }
 
 /// Seals one sector of random data and returns its C1 output as JSON.

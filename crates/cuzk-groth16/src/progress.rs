@@ -9,6 +9,10 @@ pub trait Progress: Sync {
     fn stage(&self, name: &str, units: u64);
     fn advance(&self, units: u64);
     fn finish(&self);
+    /// The stage ended in an error (the caller reports the error itself).
+    fn failed(&self) {
+        self.finish()
+    }
 }
 
 /// Progress that nobody sees (tests, library callers without a display).
@@ -37,13 +41,19 @@ impl Progress for Prefixed<'_> {
     fn finish(&self) {
         self.inner.finish()
     }
+    fn failed(&self) {
+        self.inner.failed()
+    }
 }
 
 /// Runs `f` as one stage of `progress` without units (a step that reports nothing of its
-/// own, such as a call into filecoin-proofs), finished also when `f` fails.
-pub fn step<T>(progress: &dyn Progress, name: &str, f: impl FnOnce() -> T) -> T {
+/// own, such as a call into filecoin-proofs): finished when it succeeds, failed when not.
+pub fn step<T, E>(progress: &dyn Progress, name: &str, f: impl FnOnce() -> Result<T, E>) -> Result<T, E> {
     progress.stage(name, 0);
     let out = f();
-    progress.finish();
+    match out {
+        Ok(_) => progress.finish(),
+        Err(_) => progress.failed(),
+    }
     out
 }

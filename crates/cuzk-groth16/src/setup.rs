@@ -68,8 +68,10 @@ impl ToxicWaste {
 
 #[derive(Debug, thiserror::Error)]
 pub enum SetupError {
-    #[error("recording the circuit's constraints failed: {0} (the circuit's own synthesis refused to run without values)")]
+    #[error("recording the circuit's constraints failed: {0}")]
     Record(#[from] SynthesisError),
+    #[error("the toxic waste's generator {0} is the identity: draw the waste again")]
+    IdentityGenerator(&'static str),
     #[error(
         "the circuit has {constraints} constraints (its input constraints included): more than the 2^31 \
          points of the largest domain BLS12-381's scalar field offers"
@@ -332,6 +334,12 @@ pub fn generate(circuit: &CompiledCircuit, waste: &ToxicWaste, progress: &dyn Pr
     let m = 1usize << log;
     let gamma_inv = Option::<Scalar>::from(waste.gamma.invert()).ok_or(SetupError::ZeroTrapdoor("gamma"))?;
     let delta_inv = Option::<Scalar>::from(waste.delta.invert()).ok_or(SetupError::ZeroTrapdoor("delta"))?;
+    if bool::from(waste.g1.is_identity()) {
+        return Err(SetupError::IdentityGenerator("g1"));
+    }
+    if bool::from(waste.g2.is_identity()) {
+        return Err(SetupError::IdentityGenerator("g2"));
+    }
     let tau = waste.tau;
     let zt = tau.pow_vartime([m as u64]) - Scalar::ONE;
     if zt.is_zero_vartime() {
@@ -417,37 +425,35 @@ fn partial(path: &Path) -> PathBuf {
     path.with_file_name(name)
 }
 
-/// Writes `write` to `path` through a partial file renamed into place, so a reader never
-/// sees a part of it under its final name. The partial file is removed on failure.
-fn write_then_rename(path: &Path, write: impl FnOnce(&Path) -> Result<(), SetupError>) -> Result<(), SetupError> {
-    let tmp = partial(path);
-    let done = write(&tmp).and_then(|()| {
-        std::fs::rename(&tmp, path).map_err(|source| SetupError::Io { path: path.to_path_buf(), source })
-    });
-    if done.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    done
-}
-
 /// Writes the parameters as bellperson's `.params` file at `params` and the verifying key
-/// as its `.vk` file at `vk` (each written whole, then renamed into place).
+/// as its `.vk` file at `vk`: both written whole to partial files and synced first, then
+/// renamed into place, so a reader never sees part of either under its final name. On
+/// failure the partial files are removed.
 pub fn write_files(srs: &Srs, params: &Path, vk: &Path) -> Result<(), SetupError> {
     let io = |path: &Path| {
         let path = path.to_path_buf();
         move |source| SetupError::Io { path, source }
     };
-    write_then_rename(params, |tmp| {
-        srs.write_params(tmp).map(|_| ()).map_err(|e| match e {
+    let (params_tmp, vk_tmp) = (partial(params), partial(vk));
+    let written = (|| {
+        srs.write_params(&params_tmp).map_err(|e| match e {
             crate::SrsError::Io { path, source } => SetupError::Io { path, source },
-            other => SetupError::Io { path: tmp.to_path_buf(), source: std::io::Error::other(other.to_string()) },
-        })
-    })?;
-    write_then_rename(vk, |tmp| {
+            other => SetupError::Io { path: params_tmp.clone(), source: std::io::Error::other(other.to_string()) },
+        })?;
         let mut bytes = Vec::new();
-        srs.vk.write(&mut bytes).map_err(io(tmp))?;
-        std::fs::write(tmp, bytes).map_err(io(tmp))
-    })
+        srs.vk.write(&mut bytes).map_err(io(&vk_tmp))?;
+        std::fs::write(&vk_tmp, bytes).map_err(io(&vk_tmp))?;
+        for tmp in [&params_tmp, &vk_tmp] {
+            std::fs::File::open(tmp).and_then(|f| f.sync_all()).map_err(io(tmp))?;
+        }
+        std::fs::rename(&params_tmp, params).map_err(io(params))?;
+        std::fs::rename(&vk_tmp, vk).map_err(io(vk))
+    })();
+    if written.is_err() {
+        let _ = std::fs::remove_file(&params_tmp);
+        let _ = std::fs::remove_file(&vk_tmp);
+    }
+    written
 }
 
 /// Records `circuit` (blank or not), makes its parameters for `waste` and writes them to

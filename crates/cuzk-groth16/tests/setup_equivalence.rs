@@ -160,8 +160,19 @@ fn failed_setups_name_the_problem_and_leave_no_file() {
     assert!(err.to_string().starts_with("recording the circuit's constraints failed: "), "{err}");
     assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);
 
-    // A directory that cannot be written: the error names the file, nothing is left.
+    // Toxic waste that cannot make parameters is refused by name.
     let c = Synthetic { constraints: 20, inputs: vec![Fr::ONE], seed: 1 };
+    for (bad, name) in [
+        (ToxicWaste { g1: group::Group::identity(), ..w.clone() }, "generator g1 is the identity"),
+        (ToxicWaste { delta: Fr::ZERO, ..w.clone() }, "delta is zero"),
+        (ToxicWaste { tau: Fr::ONE, ..w.clone() }, "tau is a point of the domain"),
+    ] {
+        let err = ours(c.clone(), &bad, &dir).unwrap_err();
+        assert!(err.to_string().contains(name), "{err}");
+    }
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);
+
+    // A directory that cannot be written: the error names the file, nothing is left.
     let missing = dir.join("no-such-dir");
     let err = setup_circuit(c.clone(), &w, &missing.join("c.params"), &missing.join("c.vk"), &Silent).unwrap_err();
     assert!(err.to_string().contains("no-such-dir/c.params"), "{err}");
