@@ -475,7 +475,6 @@ pub fn setup_circuit<C: Circuit<Scalar>>(
         constraints: compiled.num_constraints(),
         inputs: compiled.num_inputs,
         aux: compiled.num_aux,
-        shape: srs.shape_of(),
         record,
         points,
         total: t0.elapsed(),
@@ -489,7 +488,6 @@ pub struct SetupSummary {
     pub constraints: usize,
     pub inputs: usize,
     pub aux: usize,
-    pub shape: crate::SrsShape,
     /// Recording the circuit's constraints.
     pub record: std::time::Duration,
     /// The QAP at tau and every point.
