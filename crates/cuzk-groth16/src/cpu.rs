@@ -96,7 +96,7 @@ fn apply(values: &mut [Scalar], s: Scaling) {
 }
 
 /// values[i] *= start * g^i
-fn distribute_powers(values: &mut [Scalar], g: Scalar, start: Scalar) {
+pub(crate) fn distribute_powers(values: &mut [Scalar], g: Scalar, start: Scalar) {
     let chunk = (values.len() / rayon::current_num_threads().max(1)).max(MIN_PARALLEL);
     values.par_chunks_mut(chunk).enumerate().for_each(|(k, part)| {
         let mut p = start * g.pow_vartime([(k * chunk) as u64]);

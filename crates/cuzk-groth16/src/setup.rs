@@ -106,16 +106,11 @@ fn domain_log(n: usize) -> Result<u32, SetupError> {
 /// Values per chunk of the parallel loops (one batch inversion, one progress step each).
 const CHUNK: usize = 1 << 13;
 
-/// `start * ratio^i` for i in 0..n, in parallel chunks.
+/// `start * ratio^i` for i in 0..n, in parallel chunks (the CPU backend's power scaling
+/// applied to ones).
 fn geometric(n: usize, start: Scalar, ratio: Scalar) -> Vec<Scalar> {
-    let mut out = vec![Scalar::ZERO; n];
-    out.par_chunks_mut(CHUNK).enumerate().for_each(|(k, chunk)| {
-        let mut x = start * ratio.pow_vartime([(k * CHUNK) as u64]);
-        for o in chunk {
-            *o = x;
-            x *= ratio;
-        }
-    });
+    let mut out = vec![Scalar::ONE; n];
+    crate::cpu::distribute_powers(&mut out, ratio, start);
     out
 }
 
@@ -345,10 +340,7 @@ pub fn generate(circuit: &CompiledCircuit, waste: &ToxicWaste, progress: &dyn Pr
     if zt.is_zero_vartime() {
         return Err(SetupError::TauInDomain { domain: m });
     }
-    let mut omega = Scalar::ROOT_OF_UNITY;
-    for _ in log..Scalar::S {
-        omega = omega.square();
-    }
+    let omega = crate::backend::root_of_unity(log);
 
     progress.stage("QAP at tau", 2);
     let lagrange = lagrange_at(n, m, omega, tau, zt);
@@ -526,10 +518,7 @@ mod tests {
         // sum_i L_i(x) = 1 and sum_i w^i L_i(x) = x for any x outside the domain.
         let log = 5;
         let m = 1usize << log;
-        let mut omega = Scalar::ROOT_OF_UNITY;
-        for _ in log..Scalar::S {
-            omega = omega.square();
-        }
+        let omega = crate::backend::root_of_unity(log);
         let tau = Scalar::from(12345u64);
         let l = lagrange_at(m, m, omega, tau, tau.pow_vartime([m as u64]) - Scalar::ONE);
         assert_eq!(l.iter().sum::<Scalar>(), Scalar::ONE);
