@@ -4,6 +4,7 @@
 #include "msm.cuh"
 #include "msm_affine.cuh"
 #include "random.cuh"
+#include "eval.cuh"
 
 using namespace cuzk;
 
@@ -50,6 +51,17 @@ extern "C" __global__ void __launch_bounds__(256, 3) cuzk_fr_ntt_fused3(const fr
 extern "C" __global__ void cuzk_fr_coset_quotient(fr_t* a, const fr_t* b, const fr_t* c, const fr_t* z_inv,
                                                   uint32_t n) {
     fr_coset_quotient(a, b, c, z_inv, n);
+}
+
+// A compiled circuit's a, b and c at z, and the first row with a * b != c (eval.cuh).
+extern "C" __global__ void cuzk_fr_eval_constraints(
+    const uint32_t* a_start, const uint32_t* a_cols, const uint32_t* a_coeffs,
+    const uint32_t* b_start, const uint32_t* b_cols, const uint32_t* b_coeffs,
+    const uint32_t* c_start, const uint32_t* c_cols, const uint32_t* c_coeffs,
+    const fr_t* dictionary, const fr_t* z, uint32_t rows,
+    fr_t* a, fr_t* b, fr_t* c, uint32_t* first_bad) {
+    fr_eval_constraints(a_start, a_cols, a_coeffs, b_start, b_cols, b_coeffs, c_start, c_cols, c_coeffs, dictionary,
+                        z, rows, a, b, c, first_bad);
 }
 
 extern "C" __global__ void cuzk_msm_classify(fr_t* scalars, uint8_t* cls, uint32_t* counts, uint32_t n,

@@ -23,6 +23,11 @@ inline uint32_t atomicAdd(uint32_t* p, uint32_t v) {
     *p += v;
     return old;
 }
+inline uint32_t atomicMin(uint32_t* p, uint32_t v) {
+    const uint32_t old = *p;
+    if (v < old) *p = v;
+    return old;
+}
 inline int __clz(uint32_t x) { return x ? __builtin_clz(x) : 32; }
 inline void __syncthreads() {}
 

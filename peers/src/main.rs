@@ -422,7 +422,7 @@ fn ntt_rows(gpu: &GpuBackend, args: &Args, rows: &mut Vec<Row>, failures: &mut V
                     cuzk_out = cz.clone();
                     first = false;
                 } else {
-                    kern = kern.min(gpu.last_timings().kernels);
+                    kern = kern.min(gpu.last_report().timings.kernels);
                 }
                 Ok(())
             })?;

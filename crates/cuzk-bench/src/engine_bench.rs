@@ -85,6 +85,10 @@ pub struct EngineBenchArgs {
     /// the engine's status and metrics: the bench fails otherwise.
     #[arg(long)]
     pub fail_device: Option<usize>,
+    /// Synthesis pools: `shared` (one pool, the default) or `per-thread` (a pool per
+    /// synthesis thread: `SynthesisTuning::per_thread_pools`, a bench variant).
+    #[arg(long, default_value = "shared", value_parser = ["shared", "per-thread"])]
+    pub synthesis_pools: String,
     /// Backend calls the failing device runs before it fails (a partition's prove() makes
     /// 7 to 9).
     #[arg(long, default_value_t = 20)]
@@ -93,6 +97,13 @@ pub struct EngineBenchArgs {
     /// with the CPU one]; the same points either way.
     #[arg(long, value_enum)]
     pub params_on: Option<crate::shape_bench::ParamsOn>,
+    /// Deferred evaluation, as cuzkd runs it on GPUs: synthesis keeps the assignment only
+    /// and the backend evaluates a, b and c from the compiled circuit (on the device for a
+    /// GPU), and the engine budgets the lighter witness (`partition_footprint(_, true)`).
+    /// Shape-only inputs cannot satisfy their circuit, so the evaluation is not checked here
+    /// (`SynthesisPath::CompiledDeferredUnchecked`).
+    #[arg(long)]
+    pub deferred: bool,
 }
 
 /// One span of the timeline, from the bench's start.
@@ -123,6 +134,8 @@ struct HStepSample {
     path: cuzk_gpu::HStep,
     wall: Duration,
     split: cuzk_gpu::HSplit,
+    /// Where a, b and c were evaluated (`--deferred`: on the device, with the kernel's time).
+    eval: cuzk_gpu::backend::EvalPath,
 }
 
 impl Timeline {
@@ -141,6 +154,7 @@ struct ShapeRunner {
     /// The bench's C1 outputs (the main one, and the urgent jobs' one), each parsed once.
     shapes: Vec<Shape>,
     timeline: Arc<Timeline>,
+    path: SynthesisPath,
 }
 
 /// One shape-only C1 output the bench proves, found by its sector size.
@@ -157,7 +171,7 @@ impl ShapeRunner {
         self.shapes
             .iter()
             .find(|s| s.sector_size == request.sector_size)
-            .ok_or_else(|| RunError::BadRequest(format!("engine-bench has no shape of sector size {}", request.sector_size)))
+            .ok_or_else(|| RunError::BadRequest(format!("engine-bench has no shape of sector size {}", request.sector_size).into()))
     }
 }
 
@@ -167,6 +181,7 @@ struct ShapeJob {
     job: PoRepJob,
     srs: Arc<Srs>,
     timeline: Arc<Timeline>,
+    path: SynthesisPath,
 }
 
 fn job_index(request: &JobRequest) -> usize {
@@ -174,7 +189,7 @@ fn job_index(request: &JobRequest) -> usize {
 }
 
 fn run_error(e: impl std::fmt::Display) -> RunError {
-    RunError::Prove(e.to_string())
+    RunError::Prove(e.to_string().into())
 }
 
 impl ProofRunner for ShapeRunner {
@@ -185,14 +200,14 @@ impl ProofRunner for ShapeRunner {
 
     fn prepare(&self, request: &JobRequest, _: &JobPlan, cancel: &CancelToken) -> Result<Box<dyn PreparedJob>, RunError> {
         cancel.check()?;
-        let input = parse_c1(&request.vanilla_proof).map_err(|e| RunError::BadRequest(e.to_string()))?;
+        let input = parse_c1(&request.vanilla_proof).map_err(|e| RunError::BadRequest(e.to_string().into()))?;
         let job = PoRepJob::new(&input).map_err(run_error)?;
         let srs = self.shape(request)?.srs.clone();
-        Ok(Box::new(ShapeJob { index: job_index(request), job, srs, timeline: self.timeline.clone() }))
+        Ok(Box::new(ShapeJob { index: job_index(request), job, srs, timeline: self.timeline.clone(), path: self.path }))
     }
 
     fn srs_for_circuit(&self, circuit_id: &str) -> Result<SrsRef, RunError> {
-        Err(RunError::BadRequest(format!("engine-bench holds its own random parameters, not {circuit_id:?}")))
+        Err(RunError::BadRequest(format!("engine-bench holds its own random parameters, not {circuit_id:?}").into()))
     }
 }
 
@@ -203,7 +218,7 @@ impl PreparedJob for ShapeJob {
 
     fn synthesize(&self, k: usize, cancel: &CancelToken) -> Result<PartitionWork, RunError> {
         cancel.check()?;
-        let synthesize = || self.job.synthesize_unchecked(k, SynthesisPath::CompiledUnchecked);
+        let synthesize = || self.job.synthesize_unchecked(k, self.path);
         let witness = self.timeline.record(self.index, k, false, || {
             // As the daemon's runner: the urgent lane synthesizes on its own pool.
             if cuzk_engine::on_urgent_lane() {
@@ -222,10 +237,10 @@ impl PreparedJob for ShapeJob {
         let (r, s) = cuzk_groth16::prover::random_blinding(&mut rand::rngs::OsRng);
         let (proof, t) = self
             .timeline
-            .record(self.index, k, true, || cuzk_groth16::prove(ctx.backend, &self.srs, work.witness, r, s))
+            .record(self.index, k, true, || cuzk_groth16::prove_with(ctx.backend, &self.srs, work.witness, r, s, ctx.tuning))
             .map_err(|e| match &e {
                 // A failing device: the engine proves the partition again on another one.
-                cuzk_groth16::ProveError::Backend(b) => RunError::from_backend(b, e.to_string(), ctx.cancel),
+                cuzk_groth16::ProveError::Backend(b) => RunError::from_backend(b, e.to_string(), ctx.cancel.is_cancelled()),
                 _ => run_error(e),
             })?;
         let index = self.index;
@@ -240,7 +255,8 @@ impl PreparedJob for ShapeJob {
             );
         });
         if let Some(g) = &self.timeline.h_gpu {
-            let sample = HStepSample { path: g.last_h_step(), wall: t.ntt_h, split: g.last_h_split() };
+            let last = g.last_report();
+            let sample = HStepSample { path: last.h_step, wall: t.ntt_h, split: last.h_split, eval: last.eval };
             self.timeline.h_steps.lock().unwrap_or_else(|p| p.into_inner()).push(sample);
         }
         let mut st = self.timeline.stages.lock().unwrap_or_else(|p| p.into_inner());
@@ -282,6 +298,7 @@ fn load_shape(
     spill: Option<&std::path::Path>,
     params_on: Option<crate::shape_bench::ParamsOn>,
     backend: crate::shape_bench::ShapeBackend,
+    deferred: bool,
 ) -> Result<(Vec<u8>, Shape, cuzk_groth16::SrsShape)> {
     let raw = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
     if !cuzk_filecoin::shape_c1::is_shape_only(&raw) {
@@ -306,12 +323,19 @@ fn load_shape(
         sector_size: u64::from(input.registered_proof().sector_size()),
         srs,
         partitions: job.partitions(),
-        footprint: partition_footprint(&shape),
+        footprint: partition_footprint(&shape, deferred),
     };
     Ok((raw, entry, shape))
 }
 
 pub fn run(args: &EngineBenchArgs) -> Result<()> {
+    let per_thread_pools = args.synthesis_pools == "per-thread";
+    cuzk_filecoin::synthesis::configure(cuzk_filecoin::synthesis::SynthesisTuning {
+        per_thread_pools,
+        ..Default::default()
+    })
+    .map_err(anyhow::Error::msg)?;
+    println!("synthesis pools: {}; evaluation of a, b, c: {}", args.synthesis_pools, if args.deferred { "deferred to the backend" } else { "in synthesis" });
     let (vram, vram_label) = crate::shape_bench::parse_budget(&args.vram_budget)?.vram();
     println!(
         "engine-bench: {} proofs of {} through the engine, {:?} synthesis worker(s), {} device worker(s), backend \
@@ -329,13 +353,13 @@ pub fn run(args: &EngineBenchArgs) -> Result<()> {
          never a proof); the daemon verifies every proof"
     );
     let spill = args.host_release_dir.as_deref();
-    let (raw, main, shape) = load_shape(&args.c1, args.seed, spill, args.params_on, args.backend)?;
+    let (raw, main, shape) = load_shape(&args.c1, args.seed, spill, args.params_on, args.backend, args.deferred)?;
     let partitions = main.partitions;
     let footprint = main.footprint;
     let mut shapes = vec![main.clone()];
     let urgent = match &args.urgent_c1 {
         Some(path) if args.urgent > 0 => {
-            let (raw, entry, _) = load_shape(path, args.seed + 1, spill, args.params_on, args.backend)?;
+            let (raw, entry, _) = load_shape(path, args.seed + 1, spill, args.params_on, args.backend, args.deferred)?;
             if entry.sector_size == main.sector_size {
                 bail!("--urgent-c1 must be of another sector size than --c1");
             }
@@ -406,7 +430,8 @@ pub fn run(args: &EngineBenchArgs) -> Result<()> {
             h_gpu,
             h_steps: Mutex::new(Vec::new()),
         });
-        let runner = Arc::new(ShapeRunner { shapes: shapes.clone(), timeline: timeline.clone() });
+        let path = if args.deferred { SynthesisPath::CompiledDeferredUnchecked } else { SynthesisPath::CompiledUnchecked };
+        let runner = Arc::new(ShapeRunner { shapes: shapes.clone(), timeline: timeline.clone(), path });
         config.urgent_synthesis_workers = args.urgent_lanes.first().copied().unwrap_or(1);
         let engine = Engine::start(config.clone(), runner, devices)?;
         // Worker w's device, for each device's share of the timeline.
@@ -596,8 +621,15 @@ fn print_h_steps(samples: &[HStepSample]) {
         for (s, v) in sum.iter_mut().zip(row) {
             *s += v;
         }
+        let eval = match h.eval {
+            cuzk_gpu::backend::EvalPath::Device { kernel, uploaded } => {
+                format!(" (a, b, c evaluated on the device: kernel {:.1} ms{})", ms(kernel), if uploaded { ", circuit uploaded" } else { "" })
+            }
+            cuzk_gpu::backend::EvalPath::Host(why) => format!(" (a, b, c evaluated on the host: {why})"),
+            cuzk_gpu::backend::EvalPath::None => String::new(),
+        };
         println!(
-            "    {i:>3} {:?}: wall {:.1} ms = upload {:.1} + download {:.1} + pin {:.1} + rest {:.1} ms; kernels {:.1} ms",
+            "    {i:>3} {:?}: wall {:.1} ms = upload {:.1} + download {:.1} + pin {:.1} + rest {:.1} ms; kernels {:.1} ms{eval}",
             h.path,
             row[0],
             row[1],
@@ -605,6 +637,23 @@ fn print_h_steps(samples: &[HStepSample]) {
             row[3],
             (row[0] - row[1] - row[2] - row[3]).max(0.0),
             row[4]
+        );
+    }
+    let mut kernels: Vec<f64> = samples
+        .iter()
+        .filter_map(|h| match h.eval {
+            cuzk_gpu::backend::EvalPath::Device { kernel, .. } => Some(ms(kernel)),
+            _ => None,
+        })
+        .collect();
+    if !kernels.is_empty() {
+        kernels.sort_by(f64::total_cmp);
+        println!(
+            "    evaluation kernel of {} partitions: median {:.1} ms (min {:.1}, max {:.1})",
+            kernels.len(),
+            kernels[kernels.len() / 2],
+            kernels[0],
+            kernels[kernels.len() - 1]
         );
     }
     let n = samples.len() as f64;

@@ -2,7 +2,7 @@
 //!
 //! Each row: the whole Backend call ("total": host data in, result out), the kernels alone
 //! (events on the compute stream), the floor worked out from the rates measured on the H200
-//! (../shared/GPU.md: 9.8e12 32-bit multiply-adds/s, 55.3 GB/s pinned PCIe), time over
+//! (the H200's measured rates, crates/cuzk-gpu/BENCH.md: 9.8e12 32-bit multiply-adds/s, 55.3 GB/s pinned PCIe), time over
 //! floor, and sppark's figure on the same H200 where there is one. MSMs run with their bases
 //! resident in device memory (the first call over a base array uploads it; that call is
 //! reported apart), as sppark's figures are.
@@ -154,7 +154,7 @@ fn best(gpu: &GpuBackend, mut f: impl FnMut() -> Result<()>) -> Result<(Duration
         f()?;
         let total = t.elapsed();
         if total < b.0 {
-            b = (total, gpu.last_timings().kernels);
+            b = (total, gpu.last_report().timings.kernels);
         }
     }
     Ok(b)
@@ -310,12 +310,11 @@ pub fn run(args: &GpuBenchArgs) -> Result<()> {
             let n = 1usize << log_n;
             let b = &bases[..n];
             let scalars = random_scalars(n, 7 + log_n as u64);
-            gpu.set_msm_window(None);
+            let base = gpu.tuning();
             let want = gpu.msm_g1(b, Selection::All, &scalars)?;
             for (mode, chunk_log) in [("2^22 chunks", 22u32), ("one pass", log_n)] {
-                std::env::set_var("CUZK_MSM_MAX_CHUNK_LOG", chunk_log.to_string());
                 for c in args.sweep_min_window..=22u32 {
-                    gpu.set_msm_window(Some(c));
+                    gpu.retune(cuzk_gpu::GpuTuning { msm_max_chunk_log: Some(chunk_log), msm_window: Some(c), ..base.clone() });
                     let (total, k) = best(&gpu, || {
                         anyhow::ensure!(
                             gpu.msm_g1(b, Selection::All, &scalars)? == want,
@@ -338,8 +337,7 @@ pub fn run(args: &GpuBenchArgs) -> Result<()> {
                     );
                 }
             }
-            std::env::remove_var("CUZK_MSM_MAX_CHUNK_LOG");
-            gpu.set_msm_window(None);
+            gpu.retune(base);
         }
     }
     drop(bases);

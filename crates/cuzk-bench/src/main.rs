@@ -9,6 +9,7 @@ mod progress;
 mod setup_bench;
 mod engine_bench;
 mod shape_bench;
+mod synth_deferred;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -130,6 +131,11 @@ enum Cmd {
         /// witnesses compared.
         #[arg(long)]
         compiled_only: bool,
+        /// Only the compiled path, a, b and c evaluated in synthesis (today's) against
+        /// deferred evaluation (the assignment only, issue #41), alternating: times and bytes
+        /// held.
+        #[arg(long, conflicts_with = "compiled_only")]
+        deferred: bool,
     },
     /// The prover at a partition's shape (e.g. 32 GiB) on shape-only inputs: stage times,
     /// VRAM and host memory, ratio to the goal (a benchmark; its proofs cannot verify).
@@ -496,7 +502,7 @@ fn run(cli: Cli) -> Result<()> {
             let be = select_backend(backend)?;
             kinds_bench::run(be.as_ref(), rounds)?
         }
-        Cmd::SynthBench { c1, rounds, compiled_only } => synth_bench(c1, rounds.max(1), compiled_only)?,
+        Cmd::SynthBench { c1, rounds, compiled_only, deferred } => synth_bench(c1, rounds.max(1), compiled_only, deferred)?,
         Cmd::BenchC2 {
             fixture_dir,
             rounds,
@@ -569,7 +575,7 @@ fn bench_c2(f: Fixture, rounds: usize, be: &dyn Backend) -> Result<()> {
 
 /// Reference and compiled synthesis of partition 0, alternating, in one process; the
 /// compiled path twice per round, its labels hashed by storage-proofs' gadget and natively.
-fn synth_bench(c1: Option<PathBuf>, rounds: usize, compiled_only: bool) -> Result<()> {
+fn synth_bench(c1: Option<PathBuf>, rounds: usize, compiled_only: bool, deferred: bool) -> Result<()> {
     use cuzk_filecoin::synthesis::{clear_compiled, compiled_for, SynthesisPath};
     use cuzk_filecoin::LabelHashing;
     let path = c1.unwrap_or_else(|| default_fixture_dir(2048).join("c1.json"));
@@ -586,6 +592,12 @@ fn synth_bench(c1: Option<PathBuf>, rounds: usize, compiled_only: bool) -> Resul
         rounds,
         if shape_only { "; shape-only input: cannot verify, satisfaction not checked (bench only)" } else { "" }
     );
+    if deferred {
+        clear_compiled();
+        synth_deferred::run(&job, shape_only, rounds)?;
+        println!("  peak RSS {}", peak_rss());
+        return Ok(());
+    }
     // A shape-only witness never satisfies its constraints: time it without the check that
     // would refuse it (or record its circuit again).
     let (compiled_path, reference_path) = if shape_only {
@@ -600,7 +612,7 @@ fn synth_bench(c1: Option<PathBuf>, rounds: usize, compiled_only: bool) -> Resul
             _ => Ok((w, t)),
         }
     };
-    let synth = |p: SynthesisPath| synth_with(p, LabelHashing::from_env());
+    let synth = |p: SynthesisPath| synth_with(p, LabelHashing::default());
     // Where a compiled synthesis's time went.
     let stages = |t: &cuzk_filecoin::SynthesisTimings| match t.compiled {
         Some(c) if c.in_place => format!(
@@ -630,9 +642,9 @@ fn synth_bench(c1: Option<PathBuf>, rounds: usize, compiled_only: bool) -> Resul
         // Each round: the compiled path three ways, witnesses compared with the first: its
         // large vectors on 4 KiB pages and the parts joined before the products (what it
         // was before huge pages and in-place parts), on huge pages (cuzk_groth16::hugepages),
-        // then on huge pages with the parts written in place (compiled::IN_PLACE; both are
+        // then on huge pages with the parts written in place (compiled::set_in_place; both are
         // the default). The time stops before the witness is freed; freeing is timed apart.
-        use cuzk_groth16::{compiled::IN_PLACE, hugepages};
+        use cuzk_groth16::{compiled::set_in_place, hugepages};
         drop(recorded);
         println!(
             "  transparent huge pages: kernel setting [{}]; recorded in {} part(s)",
@@ -645,7 +657,7 @@ fn synth_bench(c1: Option<PathBuf>, rounds: usize, compiled_only: bool) -> Resul
             let mut first: Option<cuzk_groth16::PartitionWitness> = None;
             for (i, &(name, huge, in_place)) in variants.iter().enumerate() {
                 hugepages::set_enabled(huge);
-                IN_PLACE.set(in_place);
+                set_in_place(in_place);
                 let t = Instant::now();
                 let (w, ft) = synth(compiled_path)?;
                 let took = t.elapsed();
@@ -668,7 +680,7 @@ fn synth_bench(c1: Option<PathBuf>, rounds: usize, compiled_only: bool) -> Resul
             }
         }
         hugepages::set_enabled(true);
-        IN_PLACE.set(true);
+        set_in_place(true);
         println!(
             "=== compiled, best of {rounds}: {} {:.3} s, {} {:.3} s, {} {:.3} s: {:.2}x and {:.2}x against the first ===",
             variants[0].0,
@@ -701,7 +713,7 @@ fn synth_bench(c1: Option<PathBuf>, rounds: usize, compiled_only: bool) -> Resul
             println!("  round {round}: compiled, {labels:?} labels, {:.3} s ({}); witness equal", f.as_secs_f64(), stages(&ft));
             let gadgets = ft.compiled.map_or(Duration::MAX, |c| c.assign);
             best_labels[i] = (best_labels[i].0.min(f), best_labels[i].1.min(gadgets));
-            if labels == LabelHashing::from_env() {
+            if labels == LabelHashing::default() {
                 best_fast = best_fast.min(f);
             }
         }

@@ -43,11 +43,10 @@ pub struct ShapeBenchArgs {
     /// NTT up and back, h uploaded again): the reference in the same run.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     pub host_h_round: bool,
-    /// After the rounds, one proof under each variant: measurement switches as
-    /// `NAME=VALUE[,NAME=VALUE...]` (environment variables the prover and the GPU backend
-    /// read, such as CUZK_MSM_MAX_CHUNK_LOG=22, CUZK_GPU_H_OVERLAP=0,
-    /// CUZK_PROVER_SPLIT_BESIDE_H=0, CUZK_PROVER_FREE_BACKGROUND=0,
-    /// CUZK_GPU_H_MSM_FROM_HOST=1). Repeatable.
+    /// After the rounds, one proof under each variant: tuning fields as
+    /// `KEY=VALUE[,KEY=VALUE...]`, each a `cuzk_gpu::GpuTuning` key (such as
+    /// msm_max_chunk_log=22, ntt_passes=radix, pin_host=true, copy_threads=8) or the
+    /// prover's split_threads=N (0: the global pool); the rest as in the rounds. Repeatable.
     #[arg(long = "variant")]
     pub variants: Vec<String>,
     /// Write the random parameters into an unlinked file in this directory as they are made
@@ -195,7 +194,7 @@ fn measured_mix(c1: &std::path::Path) -> Result<WitnessMix> {
 /// a, b, c, downloading (the lean path's b and c) and page-locking them; the MSM's kernels,
 /// the driver allocation of its workspace, and its uploads.
 fn h_msm_split(gpu: &GpuBackend) -> String {
-    let t = gpu.last_h_split();
+    let t = gpu.last_report().h_split;
     format!(
         "H step kernels {:.1} ms, upload {:.1} ms, download {:.1} ms, pin {:.1} ms; H MSM kernels {:.1} ms, workspace alloc {:.1} ms, upload {:.1} ms",
         ms(t.step.kernels),
@@ -238,10 +237,9 @@ fn split_rows(args: &ShapeBenchArgs, witness: &PartitionWitness) -> Result<()> {
     println!("| split threads | best ms | rounds ms | L ones / others | A ones / others | B ones / others |");
     println!("|---|---|---|---|---|---|");
     for &threads in &args.split_only {
-        // A bench's own process; the prover reads this at each call.
-        std::env::set_var("CUZK_PROVER_SPLIT_THREADS", threads.to_string());
-        let runs: Result<Vec<_>, _> = (0..args.rounds.max(1)).map(|_| cuzk_groth16::prover::split_alone(witness)).collect();
-        std::env::remove_var("CUZK_PROVER_SPLIT_THREADS");
+        let tuning = cuzk_groth16::ProverTuning { split_threads: Some(threads) };
+        let runs: Result<Vec<_>, _> =
+            (0..args.rounds.max(1)).map(|_| cuzk_groth16::prover::split_alone(witness, &tuning)).collect();
         let runs = runs?;
         let best = runs.iter().map(|r| r.0).min().unwrap_or_default();
         let all: Vec<String> = runs.iter().map(|r| format!("{:.1}", ms(r.0))).collect();
@@ -259,6 +257,10 @@ fn split_rows(args: &ShapeBenchArgs, witness: &PartitionWitness) -> Result<()> {
 pub fn run(args: &ShapeBenchArgs) -> Result<()> {
     let shape = PartitionShape::parse(&args.shape).map_err(anyhow::Error::msg)?;
     let budgets = args.budgets.iter().map(|b| parse_budget(b)).collect::<Result<Vec<_>>>()?;
+    // Every variant checked before the long rounds: a typo fails here, in milliseconds.
+    for v in &args.variants {
+        variant_tunings(v, &cuzk_gpu::GpuTuning::default())?;
+    }
     let log_n = shape.domain().trailing_zeros();
     println!(
         "shape-bench: {} partition shape: {} constraints (domain 2^{log_n}), {} inputs, {} aux, \
@@ -316,7 +318,7 @@ pub fn run(args: &ShapeBenchArgs) -> Result<()> {
 
     match args.backend {
         ShapeBackend::Cpu => {
-            let (wall, t) = one_proof(&CpuBackend, &srs, &witness, blinding, reference.as_ref(), "cpu")?;
+            let (wall, t) = one_proof(&CpuBackend, &srs, &witness, blinding, reference.as_ref(), "cpu", &Default::default())?;
             println!("  cpu backend: wall {:.1} ms", ms(wall));
             print_stages(&t, wall);
         }
@@ -348,7 +350,31 @@ fn as_synthesized(w: &PartitionWitness) -> PartitionWitness {
         a_aux_density: w.a_aux_density.clone(),
         b_input_density: w.b_input_density.clone(),
         b_aux_density: w.b_aux_density.clone(),
+        deferred: w.deferred.clone(),
     }
+}
+
+/// A `--variant`'s tunings: `gpu` with its GPU keys set, and the default prover tuning with
+/// its `split_threads`. An unknown key or a bad value is refused naming both.
+pub fn variant_tunings(
+    variant: &str,
+    gpu: &cuzk_gpu::GpuTuning,
+) -> Result<(cuzk_gpu::GpuTuning, cuzk_groth16::ProverTuning)> {
+    let mut g = gpu.clone();
+    let mut p = cuzk_groth16::ProverTuning::default();
+    for kv in variant.split(',') {
+        let (k, v) = kv
+            .split_once('=')
+            .ok_or_else(|| anyhow::anyhow!("--variant {variant:?}: {kv:?} is not KEY=VALUE"))?;
+        let (k, v) = (k.trim(), v.trim());
+        if k == "split_threads" {
+            let n = v.parse().map_err(|_| anyhow::anyhow!("--variant {variant:?}: split_threads = {v:?} is not a thread count"))?;
+            p.split_threads = Some(n);
+        } else {
+            g.set(k, v).map_err(|e| anyhow::anyhow!("--variant {variant:?}: {e} (or split_threads, the prover's)"))?;
+        }
+    }
+    Ok((g, p))
 }
 
 fn one_proof(
@@ -358,11 +384,12 @@ fn one_proof(
     (r, s): (Scalar, Scalar),
     reference: Option<&cuzk_groth16::Proof>,
     label: &str,
+    tuning: &cuzk_groth16::ProverTuning,
 ) -> Result<(Duration, ProveTimings)> {
     let w = as_synthesized(witness);
     debug_assert!(w == *witness);
     let t = Instant::now();
-    let (proof, timings) = cuzk_groth16::prove(be, srs, w, r, s)?;
+    let (proof, timings) = cuzk_groth16::prove_with(be, srs, w, r, s, tuning)?;
     let wall = t.elapsed();
     if let Some(want) = reference {
         if proof != *want {
@@ -401,13 +428,13 @@ fn gpu_budget(
     );
     let mut best: Option<(Duration, ProveTimings)> = None;
     for round in 1..=args.rounds.max(1) {
-        let (wall, t) = one_proof(&gpu, srs, witness, blinding, reference, "gpu")?;
+        let (wall, t) = one_proof(&gpu, srs, witness, blinding, reference, "gpu", &Default::default())?;
         let c = gpu.arena_counters();
         let (res_bytes, res_arrays) = gpu.resident();
         println!(
             "  round {round}: wall {:.1} ms; H step {:?}; VRAM high water {:.2} GiB, resident {:.1} GiB in {res_arrays} arrays; {}",
             ms(wall),
-            gpu.last_h_step(),
+            gpu.last_report().h_step,
             gib(c.high_water),
             gib(res_bytes),
             h_msm_split(&gpu)
@@ -439,18 +466,11 @@ fn gpu_budget(
         );
     }
     for variant in &args.variants {
-        let vars: Vec<(&str, &str)> = variant
-            .split(',')
-            .map(|kv| kv.split_once('=').ok_or_else(|| anyhow::anyhow!("--variant {variant:?}: expected NAME=VALUE")))
-            .collect::<Result<_>>()?;
-        // A bench's own process; the prover and the backend read these at each call.
-        for (k, v) in &vars {
-            std::env::set_var(k, v);
-        }
-        let result = one_proof(&gpu, srs, witness, blinding, reference, "gpu variant");
-        for (k, _) in &vars {
-            std::env::remove_var(k);
-        }
+        let base = gpu.tuning();
+        let (gpu_tuning, prover_tuning) = variant_tunings(variant, &base)?;
+        gpu.retune(gpu_tuning);
+        let result = one_proof(&gpu, srs, witness, blinding, reference, "gpu variant", &prover_tuning);
+        gpu.retune(base);
         let (w, vt) = result?;
         println!(
             "  variant {variant}: wall {:.1} ms (h step {:.1}, msm h {:.1}, split after h {:.1}, L/A/B {:.1} ms; {})",
@@ -463,12 +483,13 @@ fn gpu_budget(
         );
     }
     if args.host_h_round {
-        gpu.set_device_h(false);
-        let (host_wall, ht) = one_proof(&gpu, srs, witness, blinding, reference, "gpu, host H step")?;
-        gpu.set_device_h(true);
+        let tuning = gpu.tuning();
+        gpu.retune(cuzk_gpu::GpuTuning { device_h: false, ..tuning.clone() });
+        let (host_wall, ht) = one_proof(&gpu, srs, witness, blinding, reference, "gpu, host H step", &Default::default())?;
+        gpu.retune(tuning);
         println!(
             "  reference in the same run, H step on the host path ({:?}), budget {label}: wall {:.1} ms, {:.2}x this path's best",
-            gpu.last_h_step(),
+            gpu.last_report().h_step,
             ms(host_wall),
             host_wall.as_secs_f64() / wall.as_secs_f64()
         );

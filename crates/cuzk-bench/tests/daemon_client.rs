@@ -8,6 +8,10 @@ use std::path::Path;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
+// cuzkd's tests pick ports the same way (self-connects, see there).
+#[path = "../../cuzkd/tests/common/port.rs"]
+mod port;
+
 use cuzk_filecoin::fixture::{default_fixture_dir, ensure_fixture};
 use cuzkd::config::{BackendChoice, Config};
 
@@ -134,7 +138,7 @@ fn status_over_tcp_carries_the_token() {
     let token = dir.join("token");
     std::fs::write(&token, "9a7e5c3b1d\n").unwrap();
     std::fs::set_permissions(&token, std::fs::Permissions::from_mode(0o600)).unwrap();
-    let addr = format!("127.0.0.1:{}", std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port());
+    let addr = format!("127.0.0.1:{}", port::free_port());
     let (stop, daemon) = daemon(&f, &dir, &addr, |cfg| cfg.daemon.tcp.token_file = Some(token.clone()));
     let end = Instant::now() + Duration::from_secs(20);
     while std::net::TcpStream::connect(&addr).is_err() && Instant::now() < end {

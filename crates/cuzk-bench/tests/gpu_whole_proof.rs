@@ -15,31 +15,92 @@ fn gpu(test: &str) -> Option<cuzk_gpu::GpuBackend> {
     cuzk_gpu::backend_or_skip(test, cuzk_gpu::GpuBackend::new())
 }
 
+/// A synthetic circuit of `constraints` constraints with random inputs, and bellperson's
+/// random parameters for it (written into `dir` and loaded as cuzk reads them).
+struct Synthetic {
+    circuit: cuzk_groth16::testing::SyntheticCircuit,
+    inputs: Vec<Fr>,
+    srs: Srs,
+    pvk: bellperson::groth16::PreparedVerifyingKey<blstrs::Bls12>,
+}
+
+impl Synthetic {
+    fn new(constraints: usize, rng: &mut rand_chacha::ChaCha20Rng, dir: &std::path::Path) -> Synthetic {
+        use bellperson::groth16;
+        let inputs: Vec<Fr> = (0..2).map(|_| Fr::random(&mut *rng)).collect();
+        let circuit = cuzk_groth16::testing::SyntheticCircuit { constraints, inputs: inputs.clone(), seed: constraints as u64 };
+        let params = groth16::generate_random_parameters::<blstrs::Bls12, _, _>(circuit.clone(), &mut *rng).unwrap();
+        let path = dir.join(format!("{constraints}.params"));
+        params.write(std::fs::File::create(&path).unwrap()).unwrap();
+        Synthetic { circuit, inputs, srs: Srs::load(&path).unwrap(), pvk: groth16::prepare_verifying_key(&params.vk) }
+    }
+
+    /// Whether bellperson's verifier accepts `proof` for these inputs.
+    fn verifies(&self, proof: &cuzk_groth16::Proof) -> bool {
+        let decoded = bellperson::groth16::Proof::<blstrs::Bls12>::read(&proof.to_bytes()[..]).unwrap();
+        bellperson::groth16::verify_proof(&self.pvk, &decoded, &self.inputs).unwrap()
+    }
+}
+
 #[test]
 fn gpu_synthetic_proofs_are_byte_identical_to_cpu_and_verify() {
-    use bellperson::groth16;
-    use cuzk_groth16::testing::SyntheticCircuit;
     let Some(gpu) = gpu("GPU synthetic whole proofs") else { return };
     let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(5);
     let dir = std::env::temp_dir().join(format!("cuzk-gpu-synth-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     for constraints in [16usize, 1000, (1 << 12) + 7, 1 << 16] {
-        let inputs: Vec<Fr> = (0..2).map(|_| Fr::random(&mut rng)).collect();
-        let c = SyntheticCircuit { constraints, inputs: inputs.clone(), seed: constraints as u64 };
-        let params = groth16::generate_random_parameters::<blstrs::Bls12, _, _>(c.clone(), &mut rng).unwrap();
-        let path = dir.join(format!("{constraints}.params"));
-        params.write(std::fs::File::create(&path).unwrap()).unwrap();
-        let srs = Srs::load(&path).unwrap();
+        let t = Synthetic::new(constraints, &mut rng, &dir);
         let (r, s) = (Fr::random(&mut rng), Fr::random(&mut rng));
-        let w = cuzk_groth16::PartitionWitness::synthesize(c).unwrap();
-        let (on_gpu, _) = cuzk_groth16::prove(&gpu, &srs, w.clone(), r, s).expect("GPU proof");
-        let (on_cpu, _) = cuzk_groth16::prove(&CpuBackend, &srs, w, r, s).expect("CPU proof");
+        let w = cuzk_groth16::PartitionWitness::synthesize(t.circuit.clone()).unwrap();
+        let (on_gpu, _) = cuzk_groth16::prove(&gpu, &t.srs, w.clone(), r, s).expect("GPU proof");
+        let (on_cpu, _) = cuzk_groth16::prove(&CpuBackend, &t.srs, w, r, s).expect("CPU proof");
         assert_eq!(on_gpu.to_bytes(), on_cpu.to_bytes(), "{constraints} constraints: GPU and CPU proofs differ");
-        let pvk = groth16::prepare_verifying_key(&params.vk);
-        let decoded = groth16::Proof::<blstrs::Bls12>::read(&on_gpu.to_bytes()[..]).unwrap();
-        assert!(groth16::verify_proof(&pvk, &decoded, &inputs).unwrap(), "{constraints}: GPU proof does not verify");
+        assert!(t.verifies(&on_gpu), "{constraints}: GPU proof does not verify");
     }
     let _ = writeln!(std::io::stderr(), "GPU synthetic whole proofs: 4 sizes byte-identical to CPU, verified");
+}
+
+/// Deferred witnesses (the assignment only) proved on the GPU, which evaluates a, b and c on
+/// the device from the resident compiled circuit: byte-identical to the CPU's proofs of the
+/// full witnesses, verified; the circuit uploaded once and then found resident; an
+/// unsatisfied assignment refused with the CPU's first bad row and no proof; and after
+/// `release_caches` the arena back at zero.
+#[test]
+fn gpu_deferred_evaluation_proofs_equal_cpu_and_verify() {
+    use cuzk_gpu::backend::EvalPath;
+    let Some(gpu) = gpu("GPU deferred evaluation") else { return };
+    let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(9);
+    let dir = std::env::temp_dir().join(format!("cuzk-gpu-deferred-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for constraints in [16usize, 1000, (1 << 12) + 7, (1 << 16) + 3] {
+        let t = Synthetic::new(constraints, &mut rng, &dir);
+        let srs = &t.srs;
+        let (full, compiled) = cuzk_groth16::compiled::compile(t.circuit.clone()).unwrap();
+        let compiled = std::sync::Arc::new(compiled);
+        let (r, s) = (Fr::random(&mut rng), Fr::random(&mut rng));
+        let (on_cpu, _) = cuzk_groth16::prove(&CpuBackend, srs, full.clone(), r, s).expect("CPU proof");
+        for round in 0..2 {
+            let deferred = compiled.deferred_witness(full.input_assignment.clone(), full.aux_assignment.clone());
+            let (on_gpu, _) = cuzk_groth16::prove(&gpu, srs, deferred, r, s).expect("GPU proof of a deferred witness");
+            assert_eq!(on_gpu.to_bytes(), on_cpu.to_bytes(), "{constraints} constraints: deferred on the GPU differs from the CPU");
+            match gpu.last_report().eval {
+                EvalPath::Device { uploaded, .. } => assert_eq!(uploaded, round == 0, "{constraints}: round {round}"),
+                other => panic!("{constraints}: evaluated {other:?}, not on the device"),
+            }
+        }
+        assert!(t.verifies(&on_cpu), "{constraints}: proof does not verify");
+
+        // B replaced by A: the device finds the CPU's first bad row, and no proof comes back.
+        let bad = std::sync::Arc::new(compiled.perturbed());
+        let want = bad.evaluate_checked(&full.input_assignment, &full.aux_assignment).1.expect("perturbed is unsatisfied");
+        let e = cuzk_groth16::prove(&gpu, srs, bad.deferred_witness(full.input_assignment.clone(), full.aux_assignment.clone()), r, s)
+            .expect_err("an unsatisfied assignment gives no proof");
+        assert!(matches!(e, cuzk_groth16::ProveError::Unsatisfied { constraint } if constraint == want), "{constraints}: {e}");
+    }
+    gpu.release_caches().unwrap();
+    let c = gpu.arena_counters();
+    assert_eq!((c.in_use, c.buffers), (0, 0), "the arena holds memory after release_caches: {c:?}");
+    let _ = writeln!(std::io::stderr(), "GPU deferred evaluation: 4 sizes byte-identical to CPU, verified, unsatisfied rows equal");
 }
 
 #[test]
@@ -68,6 +129,18 @@ fn gpu_porep_proof_is_byte_identical_to_cpu_and_verifies() {
         tg.prove.msm_h.as_secs_f64(),
         cpu_time.as_secs_f64()
     );
+
+    // Deferred: the 2 KiB PoRep recording evaluated on the device (the assignment only goes
+    // up), the same proof.
+    use cuzk_filecoin::synthesis::SynthesisPath;
+    let job = cuzk_filecoin::SealCommit { job: cuzk_filecoin::PoRepJob::new(&c1).unwrap(), id: f.identity() };
+    let (deferred, _) = cuzk_filecoin::prove_job_on(&job, &srs, &gpu, &blinding, SynthesisPath::CompiledDeferred).expect("GPU deferred proof");
+    assert!(
+        matches!(gpu.last_report().eval, cuzk_gpu::backend::EvalPath::Device { .. }),
+        "the 2 KiB PoRep was not evaluated on the device: {:?}",
+        gpu.last_report().eval
+    );
+    assert_eq!(deferred, on_cpu, "the deferred GPU proof differs from the CPU's");
 }
 
 #[test]

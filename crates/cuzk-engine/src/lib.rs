@@ -106,7 +106,7 @@ pub use engine::{
     default_memory_budget, default_srs_cache_limit, DeviceStatus, DrainReport, Engine, EngineConfig, EngineState, EngineStatus,
     MemoryStatus, QueueStatus, WorkerStatus,
 };
-pub use error::{EngineError, RunError};
+pub use error::{Cause, EngineError, RunError};
 pub use job::{
     AwaitOutcome, CancelOutcome, JobEvent, JobInfo, JobRequest, JobResult, JobState, JobStatus,
     PartitionProgress, Priority, ProofKind, StageTimings, Submitted,

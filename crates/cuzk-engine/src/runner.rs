@@ -32,9 +32,16 @@ use std::time::{Duration, Instant};
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use cuzk_groth16::{Backend, BackendError, DeviceLock, NttDirection, PartitionWitness, Proof, Selection, Srs};
 
-use crate::engine::MemoryStatus;
 use crate::error::RunError;
 use crate::job::JobRequest;
+
+/// A memory budget's counters: the engine's host budget, a device's arena or pinned pool.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MemoryStatus {
+    pub budget_bytes: u64,
+    pub in_use_bytes: u64,
+    pub high_water_bytes: u64,
+}
 
 /// A job's cancellation flag, shared by the engine and the thread running the job.
 #[derive(Clone, Debug, Default)]
@@ -125,6 +132,8 @@ pub struct ProveContext<'a> {
     pub srs: Option<&'a Srs>,
     pub backend: &'a dyn Backend,
     pub cancel: &'a CancelToken,
+    /// The engine's `EngineConfig::prover`, for `cuzk_groth16::prove_with`.
+    pub tuning: &'a cuzk_groth16::ProverTuning,
 }
 
 /// A job's proof and where the runner's time went in `finish` (the engine measures the
@@ -345,9 +354,25 @@ impl Backend for DeviceBackend<'_> {
         h_bases: &[G1Affine],
     ) -> Result<(G1Projective, Duration), BackendError> {
         if self.inner.name() == cuzk_groth16::CpuBackend.name() {
-            cuzk_groth16::prover::h_msm_via_host(self, a, b, c, h_bases)
+            cuzk_groth16::hstep::h_msm_via_host(self, a, b, c, h_bases)
         } else {
             self.run(|be| be.h_msm(a, b, c, h_bases))
+        }
+    }
+    /// As `h_msm`: on the CPU the evaluation, then the host path through this wrapper; a
+    /// device's call is one kernel region.
+    fn h_msm_compiled(
+        &self,
+        circuit: &dyn cuzk_groth16::constraints::Constraints,
+        inputs: &[Scalar],
+        aux: &[Scalar],
+        h_bases: &[G1Affine],
+        check: bool,
+    ) -> Result<cuzk_groth16::HOutcome, BackendError> {
+        if self.inner.name() == cuzk_groth16::CpuBackend.name() {
+            cuzk_groth16::hstep::h_msm_compiled_via_host(self, circuit, inputs, aux, h_bases, check)
+        } else {
+            self.run(|be| be.h_msm_compiled(circuit, inputs, aux, h_bases, check))
         }
     }
     fn device_lock(&self) -> Option<&DeviceLock> {
@@ -408,6 +433,7 @@ mod tests {
     }
 
     impl Backend for Probe {
+        cuzk_groth16::h_msm_on_host!();
         fn name(&self) -> &'static str {
             "probe"
         }
@@ -428,6 +454,7 @@ mod tests {
     /// A device that holds every parameter set (as a GPU with them resident).
     struct Holder;
     impl Backend for Holder {
+        cuzk_groth16::h_msm_on_host!();
         fn name(&self) -> &'static str {
             "holder"
         }
@@ -517,6 +544,7 @@ mod tests {
     }
 
     impl Backend for Stepper {
+        cuzk_groth16::h_msm_on_host!();
         fn name(&self) -> &'static str {
             "stepper"
         }

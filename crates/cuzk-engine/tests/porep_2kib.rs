@@ -164,3 +164,32 @@ async fn porep_2kib_through_the_engine_verifies_and_bad_jobs_fail_alone() {
     assert!(report.finished_in_time && report.threads_stopped && report.left_in_spool == 0);
 }
 
+
+/// Deferred evaluation through the engine (as cuzkd runs it on GPUs; here the CPU backend
+/// evaluates a, b and c when it proves): the plan budgets the lighter witness, a quarter or
+/// less of the full one's bytes and never less than its assignment, and two PoRep jobs
+/// (the second deferred: the first proves the compiled circuit) complete with proofs that
+/// verify.
+#[tokio::test(flavor = "multi_thread")]
+async fn deferred_evaluation_through_the_engine_budgets_less_and_verifies() {
+    let fixture = ensure_fixture(&default_fixture_dir(2048), 2048).expect("2 KiB fixture");
+    let envelope = std::fs::read(fixture.envelope_path()).unwrap();
+    let id = fixture.identity();
+    let request = |n: &str| JobRequest::porep(n, envelope.clone(), fixture.info.miner_id, id.sector_id);
+    let full = FilecoinRunner::new(&fixture.param_dir(), Some(&fixture.parent_dir())).unwrap();
+    let deferred = FilecoinRunner::new(&fixture.param_dir(), Some(&fixture.parent_dir())).unwrap().defer_evaluation(true);
+    let (pf, pd) = (full.plan(&request("x")).unwrap().partition_bytes, deferred.plan(&request("x")).unwrap().partition_bytes);
+    let shape = cuzk_groth16::Srs::shape(&cuzk_filecoin::params::seal_params_path(&fixture.param_dir(), parse_c1(&envelope).unwrap().registered_proof()).unwrap()).unwrap();
+    assert!(pd * 4 <= pf, "deferred {pd} bytes against {pf}");
+    assert!(pd >= ((shape.ic + shape.l) * 32) as u64, "the assignment itself is counted: {pd}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let engine = Engine::start(EngineConfig::new(dir.path()), Arc::new(deferred), vec![Device::cpu()]).unwrap();
+    let c1 = parse_c1(&envelope).unwrap();
+    for n in ["deferred-1", "deferred-2"] {
+        engine.submit(request(n)).unwrap();
+        let r = result(&engine, n).await;
+        assert_eq!(r.status, JobStatus::Completed, "{r:?}");
+        assert!(verify_porep_c2(&c1.output, id, &r.proof).unwrap(), "{n}: the proof verifies");
+    }
+}

@@ -34,6 +34,15 @@ pub enum ProofError {
 }
 
 impl ProofError {
+    /// Partition `partition`'s proving error: an unsatisfied constraint the backend found
+    /// while evaluating a deferred witness is the input's fault, as synthesis's check is.
+    pub fn proving(partition: usize, source: ProveError) -> ProofError {
+        match source {
+            ProveError::Unsatisfied { constraint } => ProofError::Unsatisfied { partition, constraint },
+            source => ProofError::Prove { partition, source },
+        }
+    }
+
     /// Whether the request is at fault (its input), rather than the prover.
     pub fn is_bad_input(&self) -> bool {
         matches!(self, ProofError::BadInput(_) | ProofError::Unsatisfied { .. })

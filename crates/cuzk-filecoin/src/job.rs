@@ -62,9 +62,9 @@ pub trait ProofJob: Send + Sync {
     /// stops here, before any proving).
     fn synthesize_with(&self, k: usize, path: SynthesisPath) -> Result<(PartitionWitness, SynthesisTimings), ProofError>;
 
-    /// [`ProofJob::synthesize_with`] on the path `CUZK_SYNTHESIS` selects (compiled by default).
+    /// [`ProofJob::synthesize_with`] on the compiled path.
     fn synthesize(&self, k: usize) -> Result<(PartitionWitness, SynthesisTimings), ProofError> {
-        self.synthesize_with(k, SynthesisPath::from_env())
+        self.synthesize_with(k, SynthesisPath::Compiled)
     }
 
     /// The output bytes from all partition proofs, in order, exactly as filecoin-proofs
@@ -103,6 +103,18 @@ pub fn prove_job(
     backend: &dyn Backend,
     blinding: &Blinding,
 ) -> Result<(Vec<u8>, JobTimings), ProofError> {
+    prove_job_on(job, srs, backend, blinding, SynthesisPath::Compiled)
+}
+
+/// [`prove_job`] with its partitions synthesized on `path` (`CompiledDeferred`: a, b and c
+/// evaluated by `backend`).
+pub fn prove_job_on(
+    job: &dyn ProofJob,
+    srs: &Srs,
+    backend: &dyn Backend,
+    blinding: &Blinding,
+    path: SynthesisPath,
+) -> Result<(Vec<u8>, JobTimings), ProofError> {
     if let Blinding::Fixed(pairs) = blinding {
         if pairs.len() != job.partitions() {
             return Err(ProofError::BadInput(format!(
@@ -115,7 +127,7 @@ pub fn prove_job(
     let mut t = JobTimings::default();
     let mut proofs = Vec::with_capacity(job.partitions());
     for k in 0..job.partitions() {
-        let (witness, st) = job.synthesize(k)?;
+        let (witness, st) = job.synthesize_with(k, path)?;
         t.circuits += st.circuit;
         t.synthesis += st.synthesis;
         let (r, s) = match blinding {
@@ -123,7 +135,7 @@ pub fn prove_job(
             Blinding::Fixed(pairs) => pairs[k],
         };
         let (proof, pt) =
-            prove(backend, srs, witness, r, s).map_err(|source| ProofError::Prove { partition: k, source })?;
+            prove(backend, srs, witness, r, s).map_err(|source| ProofError::proving(k, source))?;
         t.prove.accumulate(&pt);
         proofs.push(proof);
     }

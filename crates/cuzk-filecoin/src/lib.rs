@@ -10,11 +10,11 @@
 //!   its labels' and tree D paths' SHA-256 computed natively, allocations equal to the gadgets';
 //! - [`vanilla_shape`]: the shape a C1 output's vanilla proofs must have for their proof type,
 //!   checked by [`PoRepJob::new`] before any circuit is built;
-//! - [`shape_c1`]: shape-only C1 outputs (any sector size, 32 and 64 GiB included): a real
+//! - `shape_c1` (feature `testing`): shape-only C1 outputs (any sector size, 32 and 64 GiB included): a real
 //!   one's exact structure, random contents; shape-only: cannot verify (benches only);
 //! - [`runner`]: every kind as cuzk-engine's `ProofRunner` ([`FilecoinRunner`]): the
 //!   engine schedules partitions, the runner knows the circuits;
-//! - [`fixture`]: test parameters and a sealed small sector, cached.
+//! - `fixture` (feature `testing`): test parameters and a sealed small sector, cached.
 //!
 //! Architecture invariant: circuits, public inputs, verification and the proof byte format
 //! come from filecoin-proofs and storage-proofs; the Groth16 proving is cuzk-groth16's.
@@ -23,6 +23,9 @@
 
 pub mod c1;
 pub mod error;
+/// Test fixtures (parameters from our own setup, a sealed sector's C1 output): tests and
+/// cuzk-bench, never the daemon.
+#[cfg(any(test, feature = "testing"))]
 pub mod fixture;
 pub mod job;
 pub mod native_sha;
@@ -31,6 +34,8 @@ pub mod porep;
 pub mod porep_circuit;
 pub mod post;
 pub mod runner;
+/// Shape-only C1 outputs for benches (they cannot verify): never the daemon.
+#[cfg(any(test, feature = "testing"))]
 pub mod shape_c1;
 pub mod snap;
 pub mod synthesis;
@@ -38,7 +43,7 @@ pub mod vanilla_shape;
 
 pub use c1::{parse_c1, C1Error, C1Input};
 pub use error::ProofError;
-pub use job::{prove_job, Blinding, FinishTimings, JobTimings, ProofJob, SynthesisTimings};
+pub use job::{prove_job, prove_job_on, Blinding, FinishTimings, JobTimings, ProofJob, SynthesisTimings};
 pub use porep::{
     prove_porep_c2, prove_porep_c2_with, prover_id_from_miner, verify_porep_c2, LabelHashing, PoRepJob, SealCommit, SectorIdentity,
 };

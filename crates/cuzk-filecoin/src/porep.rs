@@ -116,7 +116,7 @@ impl PoRepJob {
     /// Partition `k`'s witness, checked to satisfy its circuit (a tampered C1 output stops
     /// here, before any proving).
     pub fn synthesize(&self, k: usize) -> Result<(PartitionWitness, SynthesisTimings), ProofError> {
-        self.synthesize_with(k, crate::synthesis::SynthesisPath::from_env())
+        self.synthesize_with(k, crate::synthesis::SynthesisPath::Compiled)
     }
 
     /// As [`PoRepJob::synthesize`] on the given path (tests and benches compare them).
@@ -136,7 +136,7 @@ impl PoRepJob {
         k: usize,
         path: crate::synthesis::SynthesisPath,
     ) -> Result<(PartitionWitness, SynthesisTimings, Option<usize>), ProofError> {
-        self.synthesize_unchecked_with(k, path, LabelHashing::from_env())
+        self.synthesize_unchecked_with(k, path, LabelHashing::default())
     }
 
     /// As [`PoRepJob::synthesize_unchecked`] with the labels' SHA-256 computed as `labels`
@@ -195,22 +195,13 @@ impl ProofJob for SealCommit {
 
 /// How the compiled path's witness-only synthesis computes the SHA-256 of the labels and
 /// of tree D's inclusion paths (the reference path always runs storage-proofs' circuit).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum LabelHashing {
     /// [`crate::porep_circuit`]: natively, with the gadget's allocations (the default).
+    #[default]
     Native,
     /// storage-proofs' circuit and its SHA-256 gadgets, as recorded.
     Gadget,
-}
-
-impl LabelHashing {
-    /// `CUZK_NATIVE_SHA=0` gives [`LabelHashing::Gadget`] (comparisons); native otherwise.
-    pub fn from_env() -> LabelHashing {
-        match std::env::var("CUZK_NATIVE_SHA").as_deref() {
-            Ok("0") => LabelHashing::Gadget,
-            _ => LabelHashing::Native,
-        }
-    }
 }
 
 /// The sector-shape-specific part of a [`PoRepJob`] (filecoin-proofs' types are generic over
@@ -226,12 +217,6 @@ trait ShapeJob: Send + Sync {
     ) -> Result<(PartitionWitness, SynthesisTimings, Option<usize>), ProofError>;
     /// Partition proofs (concatenated) to output bytes: as they are, or aggregated (NI-PoRep).
     fn output(&self, proofs: Vec<u8>, c1: &SealCommitPhase1Output) -> Result<Vec<u8>, ProofError>;
-}
-
-/// Whether compiled synthesis generates a partition's witness challenge groups in parallel
-/// (`CUZK_SYNTHESIS_PARALLEL=0` turns it off, for measurements).
-fn parallel_witness() -> bool {
-    std::env::var("CUZK_SYNTHESIS_PARALLEL").map_or(true, |v| v != "0")
 }
 
 /// One compiled circuit per seal proof type: its partitions share one structure.
@@ -364,7 +349,8 @@ impl<Tree: 'static + MerkleTreeTrait> Shaped<Tree> {
         let parts = || -> Result<Vec<C>, ProofError> {
             challenges.chunks(1).map(|group| build(group).map_err(|e| circuit_error(k, e))).collect()
         };
-        let pieces = (challenges.len() > 1 && parallel_witness())
+        // The challenge groups in parallel (bench/NOTES.md: all 16 cores on a 32 GiB partition).
+        let pieces = (challenges.len() > 1)
             .then_some(crate::synthesis::Pieces { marker: "challenge_", parts: &parts });
         synthesize_partition(&circuit_key(self.proof_type), path, k, make, pieces)
     }

@@ -16,18 +16,25 @@ use cuzk_groth16::{Srs, SrsShape};
 use storage_proofs_core::api_version::ApiFeature;
 use filecoin_proofs_api::{RegisteredPoStProof, RegisteredSealProof, RegisteredUpdateProof};
 
+use crate::synthesis::SynthesisPath;
 use cuzk_engine::{
-    on_urgent_lane, CancelToken, JobPlan, JobRequest, PartitionProof, PartitionWork, PreparedJob, ProofKind,
+    on_urgent_lane, CancelToken, Cause, JobPlan, JobRequest, PartitionProof, PartitionWork, PreparedJob, ProofKind,
     ProofOutput, ProofRunner, ProveContext, RunError, SrsRef,
 };
 
 /// Host bytes one partition's proof over parameters of `shape` holds at its peak, from its
 /// synthesis to its proof: the a, b, c evaluations and h over the domain, plus
-/// the assignment of every input and aux variable, 32 bytes per field element.
-pub fn partition_footprint(shape: &SrsShape) -> u64 {
+/// the assignment of every input and aux variable, 32 bytes per field element. With
+/// `deferred` evaluation (a GPU evaluates a, b and c on the device) the assignment and its
+/// density bits alone: about a fifth (4.2 GB against 21.3 GB at 32 GiB).
+pub fn partition_footprint(shape: &SrsShape, deferred: bool) -> u64 {
     let domain = (shape.h as u64 + 1).next_power_of_two();
     let variables = (shape.ic + shape.l) as u64;
-    (4 * domain + variables) * 32
+    if deferred {
+        variables * 32 + 3 * variables.div_ceil(8)
+    } else {
+        (4 * domain + variables) * 32
+    }
 }
 
 /// Short size label of a circuit id: 2048 -> "2k", 32 GiB -> "32g".
@@ -43,15 +50,18 @@ fn size_label(bytes: u64) -> String {
 /// partition and WinningPoSt, each verified with filecoin-proofs before it is returned.
 pub struct FilecoinRunner {
     param_dir: PathBuf,
+    /// Partitions are synthesized into their assignment only and a, b and c are evaluated
+    /// by the prover's backend ([`FilecoinRunner::defer_evaluation`]).
+    deferred: std::sync::atomic::AtomicBool,
 }
 
 fn job_error(e: ProofError, cancel: &CancelToken) -> RunError {
     if cancel.is_cancelled() {
         RunError::Cancelled
     } else if e.is_bad_input() {
-        RunError::BadRequest(e.to_string())
+        RunError::BadRequest(Cause::of(e))
     } else {
-        RunError::Prove(e.to_string())
+        RunError::Prove(Cause::of(e))
     }
 }
 
@@ -60,7 +70,7 @@ fn job_error(e: ProofError, cancel: &CancelToken) -> RunError {
 fn prove_error(e: ProofError, cancel: &CancelToken) -> RunError {
     match &e {
         ProofError::Prove { source: cuzk_groth16::ProveError::Backend(backend), .. } => {
-            RunError::from_backend(backend, e.to_string(), cancel)
+            RunError::from_backend(backend, e.to_string(), cancel.is_cancelled())
         }
         _ => job_error(e, cancel),
     }
@@ -79,10 +89,32 @@ impl FilecoinRunner {
     /// Parameters (`.params` and `.vk`) in `param_dir` by Filecoin's naming; filecoin-proofs
     /// is pointed at the same directory (and at `parent_dir`, when given) for verification.
     pub fn new(param_dir: &Path, parent_dir: Option<&Path>) -> Result<FilecoinRunner, RunError> {
-        use_proof_dirs(param_dir, parent_dir).map_err(|e| RunError::Params(e.to_string()))?;
+        use_proof_dirs(param_dir, parent_dir).map_err(|e| RunError::Params(e.to_string().into()))?;
         Ok(FilecoinRunner {
             param_dir: param_dir.to_path_buf(),
+            deferred: false.into(),
         })
+    }
+
+    /// Synthesis produces only the assignment, and the backend evaluates a, b and c from
+    /// the compiled circuit (`SynthesisPath::CompiledDeferred`): for devices that do it on
+    /// the GPU (cuzkd turns it on when every device is one), so that a partition waiting
+    /// for its GPU holds about a fifth of the host memory and the engine budgets that
+    /// ([`partition_footprint`]). Correct on any backend (the CPU evaluates on the host when
+    /// it proves), but a CPU backend then holds a, b and c beyond the partition's budget.
+    pub fn defer_evaluation(self, on: bool) -> FilecoinRunner {
+        self.set_deferred_evaluation(on);
+        self
+    }
+
+    /// [`FilecoinRunner::defer_evaluation`] on a shared runner, before its first job (cuzkd
+    /// knows its devices only once they are open); jobs planned after it follow it.
+    pub fn set_deferred_evaluation(&self, on: bool) {
+        self.deferred.store(on, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    fn deferred(&self) -> bool {
+        self.deferred.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Saves the proof types' compiled circuits in `dir` and finds them there after a
@@ -122,13 +154,13 @@ impl FilecoinRunner {
             Typed::PoSt(p) => (post_params_path(&self.param_dir, p), Self::post_circuit_id(p)),
             Typed::Update(p) => (update_params_path(&self.param_dir, p), Self::update_circuit_id(p)),
         };
-        let path = path.map_err(|e| RunError::Params(e.to_string()))?;
+        let path = path.map_err(|e| RunError::Params(e.to_string().into()))?;
         let shape = Srs::shape(&path).map_err(|e| {
             RunError::Params(format!(
                 "{e} (parameters for {typed:?} are expected in {}; fetch them or point the \
                  parameter cache there)",
                 self.param_dir.display()
-            ))
+            ).into())
         })?;
         Ok(SrsRef {
             circuit_id,
@@ -154,7 +186,7 @@ impl FilecoinRunner {
                 "{proof:?} aggregates its partition proofs with the inner-product SRS, and {} is \
                  missing (fetch it with the proof parameters)",
                 expected.display()
-            )))
+            ).into()))
         }
     }
 
@@ -165,24 +197,24 @@ impl FilecoinRunner {
             return Err(RunError::BadRequest(format!(
                 "sector_size {} does not match registered_proof {} ({typed:?}, {size} bytes)",
                 request.sector_size, request.registered_proof
-            )));
+            ).into()));
         }
         Ok(())
     }
 
     fn parse_c1(request: &JobRequest) -> Result<C1Input, RunError> {
         let c1 = parse_c1(&request.vanilla_proof)
-            .map_err(|e| RunError::BadRequest(format!("vanilla_proof: {e}")))?;
+            .map_err(|e| RunError::BadRequest(Cause::with(format!("vanilla_proof: {e}"), e)))?;
         if request.sector_size != 0 {
             c1.check_sector_size(request.sector_size)
-                .map_err(|e| RunError::BadRequest(format!("sector_size: {e}")))?;
+                .map_err(|e| RunError::BadRequest(Cause::with(format!("sector_size: {e}"), e)))?;
         }
         Ok(c1)
     }
 
     /// The proof type and its partition count, checked against the kind and sector size.
     fn typed(request: &JobRequest) -> Result<(Typed, usize), RunError> {
-        let bad = |e: ProofError| RunError::BadRequest(e.to_string());
+        let bad = |e: ProofError| RunError::BadRequest(Cause::of(e));
         match request.kind {
             ProofKind::PoRepSealCommit => {
                 let c1 = Self::parse_c1(request)?;
@@ -204,7 +236,7 @@ impl FilecoinRunner {
                         if winning { "WinningPoSt" } else { "WindowPoSt" },
                         request.kind.queue_name(),
                         if winning { "0-4" } else { "5-14" }
-                    )));
+                    ).into()));
                 }
                 Self::check_sector_size(request, u64::from(p.sector_size()), Typed::PoSt(p))?;
                 Ok((Typed::PoSt(p), 1))
@@ -272,10 +304,10 @@ impl ProofRunner for FilecoinRunner {
         if let Typed::Seal(p) = typed {
             self.check_aggregation_srs(p)?;
         }
-        let shape = Srs::shape(&srs.path).map_err(|e| RunError::Params(e.to_string()))?;
+        let shape = Srs::shape(&srs.path).map_err(|e| RunError::Params(e.to_string().into()))?;
         Ok(JobPlan {
             partitions,
-            partition_bytes: partition_footprint(&shape),
+            partition_bytes: partition_footprint(&shape, self.deferred()),
             // The request and the job parsed from it.
             job_bytes: 2 * request.payload_bytes(),
             srs: Some(srs),
@@ -289,7 +321,8 @@ impl ProofRunner for FilecoinRunner {
         cancel: &CancelToken,
     ) -> Result<Box<dyn PreparedJob>, RunError> {
         cancel.check()?;
-        Ok(Box::new(FilecoinJob { job: Self::job(request, cancel)? }))
+        let path = if self.deferred() { SynthesisPath::CompiledDeferred } else { SynthesisPath::Compiled };
+        Ok(Box::new(FilecoinJob { job: Self::job(request, cancel)?, path }))
     }
 
     fn srs_for_circuit(&self, circuit_id: &str) -> Result<SrsRef, RunError> {
@@ -319,7 +352,7 @@ impl ProofRunner for FilecoinRunner {
             RunError::BadRequest(format!(
                 "circuit_id {circuit_id:?} is unknown; expected porep-<size>, ni-porep-<size>, \
                  snap-<size>, wpost-<size> or winning-<size> with size 2k, 8m, 512m, 32g or 64g"
-            ))
+            ).into())
         })?;
         self.srs_ref(typed)
     }
@@ -328,6 +361,7 @@ impl ProofRunner for FilecoinRunner {
 /// A checked job of any kind (cuzk-filecoin's [`ProofJob`]) as the engine schedules it.
 struct FilecoinJob {
     job: Box<dyn ProofJob>,
+    path: SynthesisPath,
 }
 
 impl PreparedJob for FilecoinJob {
@@ -337,7 +371,7 @@ impl PreparedJob for FilecoinJob {
 
     fn synthesize(&self, k: usize, cancel: &CancelToken) -> Result<PartitionWork, RunError> {
         cancel.check()?;
-        let synthesize = || self.job.synthesize(k);
+        let synthesize = || self.job.synthesize_with(k, self.path);
         let made = if on_urgent_lane() {
             crate::synthesis::urgent(synthesize)
         } else {
@@ -353,8 +387,8 @@ impl PreparedJob for FilecoinJob {
             .srs
             .ok_or_else(|| RunError::Prove("internal: proving needs parameters".into()))?;
         let (r, s) = cuzk_groth16::prover::random_blinding(&mut rand::rngs::OsRng);
-        let (proof, _) = cuzk_groth16::prove(ctx.backend, srs, work.witness, r, s)
-            .map_err(|e| prove_error(ProofError::Prove { partition: k, source: e }, ctx.cancel))?;
+        let (proof, _) = cuzk_groth16::prove_with(ctx.backend, srs, work.witness, r, s, ctx.tuning)
+            .map_err(|e| prove_error(ProofError::proving(k, e), ctx.cancel))?;
         Ok(PartitionProof(proof))
     }
 
@@ -391,7 +425,7 @@ mod tests {
     fn ni_porep_without_the_aggregation_srs_is_refused_naming_the_file() {
         let dir = std::env::temp_dir().join(format!("cuzk-srs-check-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        let runner = FilecoinRunner { param_dir: dir.clone() };
+        let runner = FilecoinRunner { param_dir: dir.clone(), deferred: false.into() };
         let ni = P::StackedDrg2KiBV1_2_Feat_NonInteractivePoRep;
         let e = runner.check_aggregation_srs(ni).unwrap_err().to_string();
         let file = dir.join("v28-fil-inner-product-v1.srs");
@@ -430,7 +464,23 @@ mod tests {
             h: (1 << 20) - 1,
             ..small
         };
-        assert_eq!(partition_footprint(&small), (4 * 1024 + 1002) * 32);
-        assert!(partition_footprint(&big) > 100 * partition_footprint(&small));
+        assert_eq!(partition_footprint(&small, false), (4 * 1024 + 1002) * 32);
+        assert!(partition_footprint(&big, false) > 100 * partition_footprint(&small, false));
+        // Deferred: the assignment and its density bits, whatever the domain.
+        assert_eq!(partition_footprint(&small, true), 1002 * 32 + 3 * 126);
+        assert_eq!(partition_footprint(&big, true), partition_footprint(&small, true));
+    }
+
+    /// At the 32 GiB PoRep shape a budget that holds k full partitions holds about five
+    /// times as many deferred ones, and never more than its bytes allow.
+    #[test]
+    fn a_budget_holds_more_deferred_partitions() {
+        let shape = SrsShape { ic: 328, h: (1 << 27) - 1, l: 130_169_893, a: 0, b_g1: 0, b_g2: 0 };
+        let (full, deferred) = (partition_footprint(&shape, false), partition_footprint(&shape, true));
+        let budget = 3 * full;
+        assert_eq!(budget / full, 3);
+        assert!(budget / deferred >= 15, "{} deferred partitions in the budget of 3", budget / deferred);
+        assert!((budget / deferred) * deferred <= budget);
+        assert!(deferred >= (130_169_893 + 328) * 32, "the assignment itself is counted");
     }
 }

@@ -16,9 +16,12 @@
 //!
 //! A PoRep partition's witness-only synthesis runs `crate::porep_circuit` (storage-proofs'
 //! circuit with the labels' and tree D's SHA-256 computed natively, the same witness);
-//! `CUZK_NATIVE_SHA=0` runs storage-proofs' circuit instead.
+//! `LabelHashing::Gadget` runs storage-proofs' circuit instead (tests and synth-bench).
 //!
-//! `CUZK_SYNTHESIS=reference` selects the reference path (benches and comparisons).
+//! [`SynthesisPath::Reference`] selects the reference path (tests, benches and
+//! comparisons). How synthesis uses the host ([`SynthesisTuning`]: its threads' priority,
+//! huge pages) is set once per process by its owner ([`configure`]: cuzkd from its
+//! `[synthesis]` section), never read from the environment.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -28,7 +31,8 @@ use std::time::Instant;
 use bellpepper_core::{Circuit, SynthesisError};
 use blstrs::Scalar;
 use cuzk_groth16::compiled::{
-    compile_pieces, synthesize_compiled, synthesize_compiled_pieces, CompiledCircuit, CompiledTimings, CompiledWitness,
+    compile_pieces, synthesize_compiled, synthesize_compiled_deferred, synthesize_compiled_pieces,
+    synthesize_compiled_pieces_deferred, CompiledCircuit, CompiledTimings, CompiledWitness,
 };
 use cuzk_groth16::PartitionWitness;
 
@@ -42,16 +46,66 @@ pub enum SynthesisPath {
     /// satisfy; `crate::shape_c1`). Its `first_unsatisfied` is reported, never acted on; no
     /// proving path uses it.
     CompiledUnchecked,
+    /// The compiled path with a, b and c left to the prover's backend
+    /// (`PartitionWitness::deferred`): a GPU evaluates them on the device from the compiled
+    /// circuit, so that only the assignment is held and crosses PCIe, and checks a * b = c
+    /// there (the job fails naming the row, as here). Until one witness of a compiled
+    /// circuit has satisfied it in this process, its witnesses are evaluated and checked
+    /// here as on `Compiled`, so that a stale recording is still recorded again rather than
+    /// refusing a correct input.
+    CompiledDeferred,
+    /// `CompiledDeferred` for **shape-only bench inputs only**: always deferred, and the
+    /// witness marked unchecked (`Deferred::unchecked`: the backend evaluates and goes on),
+    /// as `CompiledUnchecked` keeps an unsatisfied witness. No proving path uses it.
+    CompiledDeferredUnchecked,
 }
 
-impl SynthesisPath {
-    /// From `CUZK_SYNTHESIS` (`reference` or `compiled`), compiled by default.
-    pub fn from_env() -> SynthesisPath {
-        match std::env::var("CUZK_SYNTHESIS").as_deref() {
-            Ok("reference") => SynthesisPath::Reference,
-            _ => SynthesisPath::Compiled,
-        }
+/// How synthesis uses the host: one setting per process, made by its owner before the
+/// first synthesis ([`configure`]; cuzkd's `[synthesis]` section). `Default` is what was
+/// measured best.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SynthesisTuning {
+    /// How much lower than the process the bulk synthesis threads run (a nice increment,
+    /// 0 to 19; default 10). The prover's CPU stages (the scalar split, the staging copies
+    /// to the GPU) are on the GPU's critical path and go first: a 32 GiB partition proved in
+    /// 11-12 s with synthesis at the same priority beside it, 3.4-3.8 s alone
+    /// (bench/NOTES.md). 0 keeps the process's priority.
+    pub nice: i32,
+    /// Large vectors (parts' aux, a, b, c) advised onto transparent huge pages
+    /// (`cuzk_groth16::hugepages`; default on: 28% of a 32 GiB partition's synthesis CPU
+    /// time was page faults on 4 KiB pages, the H200 run of 2026-12-02).
+    pub huge_pages: bool,
+    /// Each synthesis thread runs its partition in a pool of its own instead of sharing one
+    /// pool (a bench variant, default off: `examples/concurrent_synthesis.rs` compares them).
+    pub per_thread_pools: bool,
+}
+
+impl Default for SynthesisTuning {
+    fn default() -> Self {
+        SynthesisTuning { nice: 10, huge_pages: true, per_thread_pools: false }
     }
+}
+
+static TUNING: OnceLock<SynthesisTuning> = OnceLock::new();
+
+/// Sets this process's [`SynthesisTuning`], once, before the first synthesis (its pools are
+/// built then, at the priority it gives). Refused, naming the setting in force, when it was
+/// set already or a synthesis ran first; the same setting again is accepted.
+pub fn configure(tuning: SynthesisTuning) -> Result<(), String> {
+    if !(0..=19).contains(&tuning.nice) {
+        return Err(format!("synthesis nice {} is out of range; expected 0 to 19", tuning.nice));
+    }
+    let now = *TUNING.get_or_init(|| tuning);
+    if now != tuning {
+        return Err(format!("synthesis is already set up as {now:?}; a change takes a restart"));
+    }
+    cuzk_groth16::hugepages::set_enabled(tuning.huge_pages);
+    Ok(())
+}
+
+/// The setting in force (the default when nobody configured one before the first use).
+fn tuning() -> SynthesisTuning {
+    *TUNING.get_or_init(SynthesisTuning::default)
 }
 
 /// What one synthesis did.
@@ -72,6 +126,24 @@ pub enum SynthesisRun {
 fn cache() -> &'static Mutex<HashMap<String, Arc<CompiledCircuit>>> {
     static C: OnceLock<Mutex<HashMap<String, Arc<CompiledCircuit>>>> = OnceLock::new();
     C.get_or_init(Default::default)
+}
+
+/// The compiled circuits (key, and which one: its address) one witness has satisfied in
+/// this process: their witnesses may be deferred.
+fn proven() -> &'static Mutex<HashMap<String, usize>> {
+    static P: OnceLock<Mutex<HashMap<String, usize>>> = OnceLock::new();
+    P.get_or_init(Default::default)
+}
+
+fn is_proven(key: &str, c: &Arc<CompiledCircuit>) -> bool {
+    proven().lock().unwrap_or_else(|p| p.into_inner()).get(key) == Some(&(Arc::as_ptr(c) as usize))
+}
+
+/// Notes that a witness of the compiled circuit now kept under `key` satisfied it.
+fn mark_proven(key: &str) {
+    if let Some(c) = compiled_for(key) {
+        proven().lock().unwrap_or_else(|p| p.into_inner()).insert(key.to_string(), Arc::as_ptr(&c) as usize);
+    }
 }
 
 fn dir() -> &'static Mutex<Option<PathBuf>> {
@@ -171,7 +243,7 @@ pub struct Pieces<'a, C, E> {
 }
 
 /// The threads synthesis runs on: one per core, at a lower CPU priority than the rest of
-/// the process (nice +10 by default; `CUZK_SYNTHESIS_NICE`, 0 to keep the same priority).
+/// the process ([`SynthesisTuning::nice`]).
 /// Synthesis runs ahead of proving, and the prover's CPU stages (the scalar split, staging
 /// copies to the GPU) share the machine with it: those are on the GPU's critical path, so
 /// they go first, and synthesis takes every cycle they leave. Without it, the prover's
@@ -212,8 +284,7 @@ pub fn urgent<R>(op: impl FnOnce() -> R) -> R {
 
 /// One thread per core at the synthesis priority, named `<name>-<i>`.
 fn bulk_pool(name: &'static str) -> rayon::ThreadPool {
-    let nice: i32 = std::env::var("CUZK_SYNTHESIS_NICE").ok().and_then(|v| v.parse().ok()).unwrap_or(10);
-    build_pool(name, nice)
+    build_pool(name, tuning().nice)
 }
 
 /// One thread per core, `nice` above the process's priority, named `<name>-<i>`.
@@ -234,8 +305,8 @@ fn build_pool(name: &'static str, nice: i32) -> rayon::ThreadPool {
     }
 }
 
-/// Runs `op` where synthesis runs. `CUZK_SYNTHESIS_POOL=per-thread` (a measurement switch;
-/// the default is `shared`, [`synthesis_pool`]) gives each calling thread, such as each of
+/// Runs `op` where synthesis runs. [`SynthesisTuning::per_thread_pools`] (a bench variant;
+/// the default is one shared pool, [`synthesis_pool`]) gives each calling thread, such as each of
 /// the engine's synthesis threads, a pool of its own of one thread per core: partitions
 /// synthesized at once then share the cores through the OS scheduler rather than one pool's
 /// work stealing, where a thread waiting for its own stolen task may run another
@@ -245,7 +316,7 @@ fn in_synthesis_pool<R: Send>(op: impl FnOnce() -> R + Send) -> R {
     thread_local! {
         static OWN: std::cell::OnceCell<rayon::ThreadPool> = const { std::cell::OnceCell::new() };
     }
-    let per_thread = std::env::var("CUZK_SYNTHESIS_POOL").is_ok_and(|v| v == "per-thread");
+    let per_thread = tuning().per_thread_pools;
     if URGENT.with(|u| u.get()) || urgent_pool().current_thread_index().is_some() {
         urgent_pool().install(op)
     } else if !per_thread {
@@ -321,24 +392,45 @@ fn synthesize_here<C: Circuit<Scalar> + Send, E>(
             Some(c) => (c, true),
             None => {
                 let w = record(key, make, pieces.as_ref(), synth_err)?;
-                return Ok(Synthesized::compiled(w, SynthesisRun::Recorded));
+                if w.first_unsatisfied.is_none() {
+                    mark_proven(key);
+                }
+                return Ok(Synthesized::compiled(deferred_after_check(key, path, w), SynthesisRun::Recorded));
             }
         },
     };
+    let unchecked = matches!(path, SynthesisPath::CompiledUnchecked | SynthesisPath::CompiledDeferredUnchecked);
+    let defer = path == SynthesisPath::CompiledDeferredUnchecked
+        || (path == SynthesisPath::CompiledDeferred && is_proven(key, &compiled));
+    let whole = |c: C| if defer { synthesize_compiled_deferred(c, &compiled) } else { synthesize_compiled(c, &compiled) };
     let fast = match &pieces {
-        Some(p) => match synthesize_compiled_pieces((p.parts)()?, p.marker, &compiled) {
-            Ok(r) => Ok(r),
-            Err(e) => {
-                log::warn!("{key}: the parts' witnesses failed to join ({e}); synthesizing the whole circuit");
-                synthesize_compiled(make()?, &compiled)
+        Some(p) => {
+            let parts = (p.parts)()?;
+            let joined = if defer {
+                synthesize_compiled_pieces_deferred(parts, p.marker, &compiled)
+            } else {
+                synthesize_compiled_pieces(parts, p.marker, &compiled)
+            };
+            match joined {
+                Ok(r) => Ok(r),
+                Err(e) => {
+                    log::warn!("{key}: the parts' witnesses failed to join ({e}); synthesizing the whole circuit");
+                    whole(make()?)
+                }
             }
-        },
-        None => synthesize_compiled(make()?, &compiled),
+        }
+        None => whole(make()?),
     };
     let run = if from_file { SynthesisRun::Loaded } else { SynthesisRun::Compiled };
     match fast.map_err(synth_err)? {
-        Ok(w) if w.first_unsatisfied.is_none() || path == SynthesisPath::CompiledUnchecked => {
-            Ok(Synthesized::compiled(w, run))
+        Ok(mut w) if w.first_unsatisfied.is_none() || unchecked => {
+            if w.first_unsatisfied.is_none() && !defer {
+                mark_proven(key);
+            }
+            if let Some(d) = w.witness.deferred.as_mut() {
+                d.unchecked = path == SynthesisPath::CompiledDeferredUnchecked;
+            }
+            Ok(Synthesized::compiled(deferred_after_check(key, path, w), run))
         }
         outcome => {
             match outcome {
@@ -349,9 +441,34 @@ fn synthesize_here<C: Circuit<Scalar> + Send, E>(
                 ),
             }
             let w = record(key, make, pieces.as_ref(), synth_err)?;
-            Ok(Synthesized::compiled(w, SynthesisRun::Rebuilt))
+            if w.first_unsatisfied.is_none() {
+                mark_proven(key);
+            }
+            Ok(Synthesized::compiled(deferred_after_check(key, path, w), SynthesisRun::Rebuilt))
         }
     }
+}
+
+/// On `CompiledDeferred`, a witness that was evaluated here (the first of a compiled circuit
+/// not yet proven, or one recorded now) and satisfied leaves as a deferred one: a, b and c
+/// are given back at once, so that it holds what the engine budgeted for it while it waits
+/// for its device (the assignment), not the full witness.
+fn deferred_after_check(key: &str, path: SynthesisPath, mut w: CompiledWitness) -> CompiledWitness {
+    if path != SynthesisPath::CompiledDeferred || w.witness.deferred.is_some() || w.first_unsatisfied.is_some() {
+        return w;
+    }
+    // The circuit kept for the key now (another thread may have recorded it again; a
+    // circuit of other counts is never put in place of this witness's).
+    let Some(compiled) = compiled_for(key) else { return w };
+    let (inputs, aux) = (w.witness.input_assignment.len(), w.witness.aux_assignment.len());
+    if (compiled.num_inputs, compiled.num_aux, compiled.num_constraints()) != (inputs, aux, w.witness.num_constraints()) {
+        return w;
+    }
+    let full = std::mem::take(&mut w.witness);
+    let PartitionWitness { a, b, c, input_assignment, aux_assignment, .. } = full;
+    cuzk_groth16::release::drop_in_background((a, b, c));
+    w.witness = compiled.deferred_witness(input_assignment, aux_assignment);
+    w
 }
 
 /// Puts `compiled` in the cache under `key` (tests: a stale or foreign entry).

@@ -347,3 +347,55 @@ fn compiled_witnesses_of_every_kind_equal_the_reference() {
         assert_eq!(reference.first_unsatisfied(), None, "{kind}");
     }
 }
+
+/// Deferred evaluation (`SynthesisPath::CompiledDeferred`: synthesis keeps the assignment
+/// only, the backend evaluates a, b and c from the compiled circuit) gives today's proofs
+/// byte for byte for WinningPoSt, WindowPoSt and SnapDeals, verified by each job's
+/// filecoin-proofs check; and a witness with one aux value changed fails on that path with
+/// the first unsatisfied constraint today's check finds, with no proof.
+#[test]
+fn deferred_evaluation_gives_todays_proofs_and_refuses_a_changed_assignment() {
+    use cuzk_filecoin::synthesis::SynthesisPath;
+    use cuzk_filecoin::{prove_job_on, ProofJob};
+    use ff::Field;
+    let f = fixtures();
+    let post_srs = |i: &KindInput| srs_of(post_params_path(&f.param_dir(), post_proof_from_wire(i.registered_proof).unwrap()));
+    let snap_srs = |i: &KindInput| srs_of(update_params_path(&f.param_dir(), update_proof_from_wire(i.registered_proof).unwrap()));
+    let jobs: Vec<(&str, Box<dyn ProofJob>, Srs)> = vec![
+        ("WinningPoSt", Box::new(post_job(&f.winning).unwrap()), post_srs(&f.winning)),
+        ("WindowPoSt", Box::new(post_job(&f.window).unwrap()), post_srs(&f.window)),
+        ("SnapDeals", Box::new(snap_job(&f.snap).unwrap()), snap_srs(&f.snap)),
+    ];
+    for (name, job, srs) in &jobs {
+        let blinding = Blinding::Fixed(
+            (0..job.partitions()).map(|k| (blstrs::Scalar::from(7 + k as u64), blstrs::Scalar::from(11 + k as u64))).collect(),
+        );
+        let (today, _) = prove_job_on(job.as_ref(), srs, &CpuBackend, &blinding, SynthesisPath::Compiled).unwrap();
+        let (deferred, _) = prove_job_on(job.as_ref(), srs, &CpuBackend, &blinding, SynthesisPath::CompiledDeferred).unwrap();
+        assert_eq!(deferred, today, "{name}: deferred evaluation changed the proof");
+
+        // The path really defers once the compiled circuit has proved itself. Another test
+        // of this process clears the compiled circuits meanwhile, and a new recording is not
+        // trusted before a satisfied witness: so the evaluated path first, a few tries.
+        let w = (0..10)
+            .find_map(|_| {
+                job.synthesize_with(0, SynthesisPath::Compiled).unwrap();
+                let (w, _) = job.synthesize_with(0, SynthesisPath::CompiledDeferred).unwrap();
+                w.deferred.is_some().then_some(w)
+            })
+            .unwrap_or_else(|| panic!("{name}: a, b and c were evaluated in synthesis every time"));
+        assert!(w.a.is_empty(), "{name}: a deferred witness holds a, b and c");
+        let (mut full, _) = job.synthesize_with(0, SynthesisPath::Compiled).unwrap();
+        let mut changed = w;
+        let at = changed.aux_assignment.len() / 2;
+        changed.aux_assignment[at] += blstrs::Scalar::from(1u64);
+        full.aux_assignment[at] = changed.aux_assignment[at];
+        let d = changed.deferred.clone().unwrap();
+        let want = d.circuit.evaluate_checked(&full.input_assignment, &full.aux_assignment).1;
+        let want = want.unwrap_or_else(|| panic!("{name}: aux {at} changed and still satisfied"));
+        let e = cuzk_groth16::prove(&CpuBackend, srs, changed, blstrs::Scalar::ONE, blstrs::Scalar::ONE).unwrap_err();
+        assert!(matches!(e, cuzk_groth16::ProveError::Unsatisfied { constraint } if constraint == want), "{name}: {e}");
+        let e = ProofError::proving(0, e);
+        assert!(e.is_bad_input() && e.to_string().contains(&format!("constraint {want}")), "{name}: {e}");
+    }
+}

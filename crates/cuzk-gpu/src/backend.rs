@@ -1,19 +1,20 @@
 //! [`GpuBackend`]: the `cuzk_groth16::Backend` trait on one GPU.
 
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
-use ff::Field;
-use cuzk_groth16::backend::{check_msm_args, check_quotient_args, domain_size, ntt_log_size};
+use cuzk_groth16::backend::{check_msm_args, check_quotient_args, ntt_log_size};
+use cuzk_groth16::domain::domain_size;
 use cuzk_groth16::{Backend, BackendError, NttDirection, Selection, SrsShape};
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use crate::arena::{reserved_size, ArenaCounters};
-use crate::device::{DeviceInfo, Gpu, OpTimings, UploadRates, VramBudget};
+use crate::device::{DeviceInfo, Gpu, OpTimings, UploadRates, VramBudget, DEFAULT_PINNED_BUDGET};
 use crate::error::GpuError;
-use crate::msm::{MsmPlan, PointSource, Scalars, G1, G2};
+pub use crate::eval::EvalPath;
+use crate::msm::{MsmPlan, PointSource, ScalarKind, Scalars, G1, G2};
 use crate::pinned::PinnedCounters;
-use crate::{msm, ntt};
+use crate::tuning::GpuTuning;
+use crate::{eval, msm, ntt};
 
 /// NTT, coset quotient, MSMs and batch sums over G1 and G2 on a GPU; results equal the CPU
 /// backend's bit for bit.
@@ -25,13 +26,37 @@ use crate::{msm, ntt};
 /// states a whole proof's footprint ahead of it.
 pub struct GpuBackend {
     gpu: Gpu,
-    /// Whether [`Backend::h_msm`] may keep h on the device (on unless switched off).
-    device_h: AtomicBool,
-    /// Which path the last `h_msm` call took (an [`HStep`] as u8).
-    last_h: AtomicU8,
-    /// The splits of the last `h_msm` call's H step and MSM (the other MSMs of a proof
-    /// overwrite [`GpuBackend::last_timings`]).
-    last_h_split: Mutex<HSplit>,
+    /// What the last calls did, for [`GpuBackend::last_report`] (the timings apart, which
+    /// the device keeps).
+    last: Mutex<LastCalls>,
+}
+
+/// The observations [`GpuBackend`] keeps of its last calls.
+#[derive(Clone, Copy, Debug)]
+struct LastCalls {
+    h_step: HStep,
+    h_split: HSplit,
+    msm: Option<MsmPlan>,
+    eval: EvalPath,
+}
+
+/// What the last calls on a [`GpuBackend`] did: observations for benches and tests, not
+/// settings ([`GpuTuning`] holds those).
+#[derive(Clone, Copy, Debug)]
+pub struct LastReport {
+    /// Upload / kernels / download split of the last operation of any kind (an NTT, an
+    /// MSM, an H step: the MSMs of a proof overwrite its H step's).
+    pub timings: OpTimings,
+    /// The path the last [`Backend::h_msm`] took ([`HStep::Host`] before the first).
+    pub h_step: HStep,
+    /// The split of the last [`Backend::h_msm`] call's H step and MSM.
+    pub h_split: HSplit,
+    /// The plan of the last MSM or sum call (None before the first): its window, chunks,
+    /// batch-affine levels and bucket keys.
+    pub msm: Option<MsmPlan>,
+    /// Where the last deferred witness's a, b and c were evaluated
+    /// ([`Backend::h_msm_compiled`]), and why on the host when they were.
+    pub eval: EvalPath,
 }
 
 /// The split of one [`Backend::h_msm`] call: its H step (zero on the host path, whose NTTs
@@ -51,7 +76,7 @@ pub enum HStep {
     /// kept there (`ProofFootprint::ntt_bytes`).
     Lean,
     /// Each NTT's values up and back, h uploaded again for its MSM (the reference path,
-    /// taken only when switched to with [`GpuBackend::set_device_h`]).
+    /// taken only with [`GpuTuning::device_h`] off).
     Host,
 }
 
@@ -93,52 +118,58 @@ pub struct ProofFootprint {
 }
 
 impl GpuBackend {
-    /// Device 0 with the default budget (90% of its free memory).
+    /// Device 0 with the default budget (90% of its free memory) and the default tuning.
     pub fn new() -> Result<Self, GpuError> {
         Self::open(0, VramBudget::default())
     }
 
+    /// Device `ordinal` with a VRAM budget, the default pinned budget and the default
+    /// tuning.
     pub fn open(ordinal: usize, budget: VramBudget) -> Result<Self, GpuError> {
-        Ok(Self::over(Gpu::open(ordinal, budget)?))
+        Self::open_with(ordinal, budget, DEFAULT_PINNED_BUDGET, GpuTuning::default())
     }
 
-    /// As [`GpuBackend::open`] with a pinned host memory budget in bytes.
+    /// Device `ordinal` with a VRAM budget, a pinned host memory budget in bytes (at least
+    /// the four 32 MiB staging buffers) and a tuning: where the tuning enters.
     pub fn open_with(
         ordinal: usize,
         budget: VramBudget,
         pinned_budget: usize,
+        tuning: GpuTuning,
     ) -> Result<Self, GpuError> {
-        Ok(Self::over(Gpu::open_with(ordinal, budget, pinned_budget)?))
+        Ok(GpuBackend {
+            gpu: Gpu::open_with(ordinal, budget, pinned_budget, tuning)?,
+            last: Mutex::new(LastCalls { h_step: HStep::Host, h_split: HSplit::default(), msm: None, eval: EvalPath::None }),
+        })
     }
 
-    fn over(gpu: Gpu) -> Self {
-        GpuBackend {
-            gpu,
-            device_h: AtomicBool::new(true),
-            last_h: AtomicU8::new(HStep::Host as u8),
-            last_h_split: Mutex::default(),
+    /// The tuning calls read now.
+    pub fn tuning(&self) -> GpuTuning {
+        self.gpu.tuning()
+    }
+
+    /// Replaces the tuning for the calls that start after this (turning
+    /// [`GpuTuning::residency`] off drops the resident parameters). For benches and tests,
+    /// which compare variants in one process over the same resident parameters; the daemon
+    /// sets its tuning at open.
+    pub fn retune(&self, tuning: GpuTuning) {
+        self.gpu.retune(tuning)
+    }
+
+    /// What the last calls did.
+    pub fn last_report(&self) -> LastReport {
+        let l = *self.last.lock().unwrap();
+        LastReport { timings: self.gpu.last_timings(), h_step: l.h_step, h_split: l.h_split, msm: l.msm, eval: l.eval }
+    }
+
+    /// An MSM's result, its plan noted for [`GpuBackend::last_report`] (an empty call has
+    /// none and leaves the last one).
+    fn noted<P>(&self, r: Result<(P, Option<MsmPlan>), GpuError>) -> Result<P, BackendError> {
+        let (p, plan) = r.map_err(unavailable)?;
+        if plan.is_some() {
+            self.last.lock().unwrap().msm = plan;
         }
-    }
-
-    /// Lets [`Backend::h_msm`] keep a, b, c and h on the device when the budget holds
-    /// them (default), or makes it take the host path (each NTT's values up and back, h
-    /// uploaded again for its MSM): the reference for equality tests and benches.
-    pub fn set_device_h(&self, on: bool) {
-        self.device_h.store(on, Ordering::Relaxed)
-    }
-
-    /// The split of the last [`Backend::h_msm`] call.
-    pub fn last_h_split(&self) -> HSplit {
-        *self.last_h_split.lock().unwrap()
-    }
-
-    /// The path the last [`Backend::h_msm`] took.
-    pub fn last_h_step(&self) -> HStep {
-        match self.last_h.load(Ordering::Relaxed) {
-            0 => HStep::Device,
-            1 => HStep::Lean,
-            _ => HStep::Host,
-        }
+        Ok(p)
     }
 
     pub fn device(&self) -> &DeviceInfo {
@@ -158,52 +189,9 @@ impl GpuBackend {
         self.gpu.resident_bytes()
     }
 
-    /// Keep large base arrays resident across calls (default on).
-    pub fn set_residency(&self, on: bool) {
-        self.gpu.set_residency(on)
-    }
-
-    /// Whether the H step page-locks a, b and c in place for direct DMA (otherwise as
-    /// `CUZK_GPU_PIN_HOST` says; default off: through the staging buffers).
-    pub fn set_pin_host(&self, on: bool) {
-        self.gpu.set_pin_host(on)
-    }
-
-    /// Forces the MSM window width (4 to 22 bits), or lets the plan choose (None).
-    pub fn set_msm_window(&self, bits: Option<u32>) {
-        self.gpu.set_msm_window(bits)
-    }
-
-    /// Forces the batch-affine levels of the G1 bucket phase (0 to 12) in every call that
-    /// uploads nothing (the H MSM), whatever its size; None: the plan's rule.
-    pub fn set_msm_batch_levels(&self, levels: Option<u32>) {
-        self.gpu.set_msm_batch_levels(levels)
-    }
-
-    /// The batch-affine levels the last MSM call took (0: the XYZZ bucket phase alone).
-    pub fn last_msm_batch_levels(&self) -> u32 {
-        self.gpu.last_msm_batch_levels()
-    }
-
-    /// Forces the MSM bucket keys derived from the scatter's cursors (Some(true)) or stored
-    /// (Some(false)) in every call without batch-affine levels; None: the plan's rule.
-    pub fn set_msm_derived_keys(&self, on: Option<bool>) {
-        self.gpu.set_msm_derived_keys(on)
-    }
-
-    /// Whether the last MSM call derived its bucket keys.
-    pub fn last_msm_derived_keys(&self) -> bool {
-        self.gpu.last_msm_derived_keys()
-    }
-
     /// Drops resident base arrays, the staging buffers and cached pinned blocks.
     pub fn release_caches(&self) -> Result<(), GpuError> {
         self.gpu.release_caches()
-    }
-
-    /// Upload / kernels / download split of the last operation.
-    pub fn last_timings(&self) -> OpTimings {
-        self.gpu.last_timings()
     }
 
     /// Host-to-device copy rates: pageable, pinned, and the staged path calls use.
@@ -219,15 +207,8 @@ impl GpuBackend {
     /// The plan of one G1 MSM of `n` points with the memory available now (streamed
     /// points, as a first call over new parameters).
     pub fn plan_msm_g1(&self, n: usize) -> Result<MsmPlan, GpuError> {
-        msm::plan::<G1>(n, PointSource::Streamed, false, self.gpu.available()).map_err(|need| {
-            let c = self.gpu.counters();
-            GpuError::OverBudget {
-                device: self.gpu.info().ordinal,
-                requested: need,
-                in_use: c.in_use,
-                budget: c.budget,
-            }
-        })
+        msm::plan::<G1>(n, PointSource::Streamed, ScalarKind::Host, &self.gpu.tuning(), self.gpu.available())
+            .map_err(|need| self.gpu.over_budget(need))
     }
 
     /// The device footprint of a proof whose parameters have `shape` (see
@@ -235,6 +216,8 @@ impl GpuBackend {
     /// run, in how large chunks, and whether its parameters can stay resident.
     pub fn plan_footprint(&self, shape: &SrsShape) -> ProofFootprint {
         let budget = self.gpu.counters().budget;
+        let tuning = self.gpu.tuning();
+        let plan = |n: usize, budget: usize| msm::plan::<G1>(n, PointSource::Streamed, ScalarKind::Host, &tuning, budget);
         let domain = (shape.h + 1).next_power_of_two();
         let log_n = domain.trailing_zeros();
         let ntt_bytes = ntt::ntt_bytes(log_n);
@@ -249,18 +232,16 @@ impl GpuBackend {
             .sum::<usize>()
             + msm::resident_size::<G2>(shape.b_g2);
         let largest = g1.iter().copied().max().unwrap_or(0).max(1);
-        let (msm_chunk, msm_bytes) =
-            match msm::plan::<G1>(largest, PointSource::Streamed, false, budget) {
-                Ok(p) => (p.chunk, p.work_bytes),
-                Err(need) => (0, need),
-            };
-        let g2_bytes = msm::plan::<G2>(shape.b_g2.max(1), PointSource::Streamed, false, budget)
+        let (msm_chunk, msm_bytes) = match plan(largest, budget) {
+            Ok(p) => (p.chunk, p.work_bytes),
+            Err(need) => (0, need),
+        };
+        let g2_bytes = msm::plan::<G2>(shape.b_g2.max(1), PointSource::Streamed, ScalarKind::Host, &tuning, budget)
             .map_or(usize::MAX, |p| p.work_bytes);
         let peak_bytes = ntt_bytes.max(quotient_bytes).max(msm_bytes).max(g2_bytes);
         let fits = peak_bytes <= budget && msm_chunk > 0 && quotient_chunk > 0;
         let h_step_bytes = ntt::h_step_bytes(log_n.max(1));
-        let full = msm::plan::<G1>(largest, PointSource::Streamed, false, usize::MAX)
-            .expect("an unlimited plan");
+        let full = plan(largest, usize::MAX).expect("an unlimited plan");
         ProofFootprint {
             ntt_bytes,
             quotient_chunk,
@@ -282,7 +263,9 @@ impl GpuBackend {
 }
 
 /// The random parameter points of `cuzk_groth16::shape::random_srs_with`, made on this
-/// device (crate::random): the same points as the host's generator.
+/// device (crate::random): the same points as the host's generator. Benches only (feature
+/// `testing`).
+#[cfg(feature = "testing")]
 impl cuzk_groth16::shape::RandomPoints for GpuBackend {
     fn place(&self) -> String {
         format!("gpu{} {}", self.gpu.info().ordinal, self.gpu.info().name)
@@ -307,12 +290,13 @@ impl cuzk_groth16::shape::RandomPoints for GpuBackend {
     }
 }
 
+#[cfg(feature = "testing")]
 impl GpuBackend {
     /// Random points made on the device into `out` (crate::random), each slice copied in
     /// on the host's cores.
     fn random_into<C: crate::msm::Curve>(&self, out: &mut [C::Affine], seed: u64, stream: u64) -> Result<(), BackendError>
     where
-        C::Proj: cuzk_groth16::shape::BatchAffine<Affine = C::Affine> + group::Curve<AffineRepr = C::Affine>,
+        C::Proj: cuzk_groth16::affine::BatchAffine<Affine = C::Affine> + group::Curve<AffineRepr = C::Affine>,
     {
         use rayon::prelude::*;
         let seeds = cuzk_groth16::shape::run_seeds::<C::Proj>(out.len(), seed, stream);
@@ -336,7 +320,7 @@ impl Backend for GpuBackend {
     /// Every section resident in the arena now (an eviction later uploads it again from
     /// the host copy, which a spilled parameter set reads back from its file).
     fn holds_params(&self, srs: &cuzk_groth16::Srs) -> bool {
-        self.gpu.residency_enabled()
+        self.gpu.tuning().residency
             && [&srs.h, &srs.l, &srs.a, &srs.b_g1].iter().all(|s| msm::holds::<G1>(&self.gpu, s))
             && msm::holds::<G2>(&self.gpu, &srs.b_g2)
     }
@@ -363,7 +347,7 @@ impl Backend for GpuBackend {
         scalars: &[Scalar],
     ) -> Result<G1Projective, BackendError> {
         check_msm_args(bases.len(), selection, scalars.len())?;
-        msm::msm::<G1>(&self.gpu, bases, selection, Scalars::Host(scalars)).map_err(unavailable)
+        self.noted(msm::msm::<G1>(&self.gpu, bases, selection, Scalars::Host(scalars)))
     }
 
     fn msm_g2(
@@ -373,7 +357,7 @@ impl Backend for GpuBackend {
         scalars: &[Scalar],
     ) -> Result<G2Projective, BackendError> {
         check_msm_args(bases.len(), selection, scalars.len())?;
-        msm::msm::<G2>(&self.gpu, bases, selection, Scalars::Host(scalars)).map_err(unavailable)
+        self.noted(msm::msm::<G2>(&self.gpu, bases, selection, Scalars::Host(scalars)))
     }
 
     fn sum_g1(
@@ -382,7 +366,7 @@ impl Backend for GpuBackend {
         selection: Selection<'_>,
     ) -> Result<G1Projective, BackendError> {
         selection.check(bases.len())?;
-        msm::msm::<G1>(&self.gpu, bases, selection, Scalars::None).map_err(unavailable)
+        self.noted(msm::sum::<G1>(&self.gpu, bases, selection))
     }
 
     fn sum_g2(
@@ -391,7 +375,7 @@ impl Backend for GpuBackend {
         selection: Selection<'_>,
     ) -> Result<G2Projective, BackendError> {
         selection.check(bases.len())?;
-        msm::msm::<G2>(&self.gpu, bases, selection, Scalars::None).map_err(unavailable)
+        self.noted(msm::sum::<G2>(&self.gpu, bases, selection))
     }
 
     /// On the device when the budget holds a, b, c, a scratch buffer and a twiddle table
@@ -409,20 +393,20 @@ impl Backend for GpuBackend {
         let n = domain_size(a.len());
         let log_n = ntt_log_size(n)?;
         check_msm_args(h_bases.len(), Selection::All, n - 1)?;
-        let path = if !self.device_h.load(Ordering::Relaxed) || log_n == 0 {
+        let path = if !self.gpu.tuning().device_h || log_n == 0 {
             HStep::Host
         } else if ntt::h_step_bytes(log_n) <= self.gpu.available() {
             HStep::Device
         } else {
             HStep::Lean
         };
-        self.last_h.store(path as u8, Ordering::Relaxed);
+        self.last.lock().unwrap().h_step = path;
         let t = Instant::now();
         let h = match path {
             HStep::Host => {
-                let out = cuzk_groth16::prover::h_msm_via_host(self, a, b, c, h_bases)?;
+                let out = cuzk_groth16::hstep::h_msm_via_host(self, a, b, c, h_bases)?;
                 let msm = self.gpu.last_timings();
-                *self.last_h_split.lock().unwrap() = HSplit { step: OpTimings::default(), msm };
+                self.last.lock().unwrap().h_split = HSplit { step: OpTimings::default(), msm };
                 return Ok(out);
             }
             HStep::Device => ntt::h_on_device(&self.gpu, a, b, c, log_n),
@@ -430,13 +414,7 @@ impl Backend for GpuBackend {
                 let (mut b, mut c) = (b, c);
                 let need = ntt::ntt_bytes(log_n);
                 if need > self.gpu.available() {
-                    let c = self.gpu.counters();
-                    return Err(unavailable(GpuError::OverBudget {
-                        device: self.gpu.info().ordinal,
-                        requested: need,
-                        in_use: c.in_use,
-                        budget: c.budget,
-                    }));
+                    return Err(unavailable(self.gpu.over_budget(need)));
                 }
                 let h = ntt::h_on_device_lean(&self.gpu, &a, &mut b, &mut c, log_n);
                 cuzk_groth16::release::drop_in_background((a, b, c));
@@ -446,22 +424,61 @@ impl Backend for GpuBackend {
         .map_err(unavailable)?;
         let h_step = t.elapsed();
         let step = self.gpu.last_timings();
-        // Measurement switch: CUZK_GPU_H_MSM_FROM_HOST=1 brings h back and uploads it again
-        // for its MSM (as the host path's MSM does), to compare the two MSM inputs.
-        let acc = if std::env::var("CUZK_GPU_H_MSM_FROM_HOST").is_ok_and(|v| v == "1") {
-            let mut host = vec![Scalar::ZERO; n - 1];
-            {
-                let _region = self.gpu.enter().map_err(unavailable)?;
-                self.gpu.download_to(&mut host, h.ptr()).map_err(unavailable)?;
-                self.gpu.sync().map_err(unavailable)?;
-            }
-            drop(h);
-            msm::msm::<G1>(&self.gpu, h_bases, Selection::All, Scalars::Host(&host))
-        } else {
-            msm::msm::<G1>(&self.gpu, h_bases, Selection::All, Scalars::Device(&h))
-        }
-        .map_err(unavailable)?;
-        *self.last_h_split.lock().unwrap() = HSplit { step, msm: self.gpu.last_timings() };
+        let acc = self.noted(msm::msm::<G1>(&self.gpu, h_bases, Selection::All, Scalars::Device(&h)))?;
+        self.last.lock().unwrap().h_split = HSplit { step, msm: self.gpu.last_timings() };
         Ok((acc, h_step))
+    }
+
+    /// a, b and c evaluated on the device from the resident compiled circuit (`eval.rs`),
+    /// then the H step and its MSM from there: only the assignment crosses PCIe. Where the
+    /// plan says the circuit does not fit (or `device_eval` is off), evaluated on the host
+    /// and proved as `h_msm` does; `last_report().eval` says which, and why.
+    fn h_msm_compiled(
+        &self,
+        circuit: &dyn cuzk_groth16::constraints::Constraints,
+        inputs: &[Scalar],
+        aux: &[Scalar],
+        h_bases: &[G1Affine],
+        check: bool,
+    ) -> Result<cuzk_groth16::HOutcome, BackendError> {
+        use cuzk_groth16::HOutcome;
+        let n = domain_size(circuit.num_constraints());
+        let log_n = ntt_log_size(n)?;
+        check_msm_args(h_bases.len(), Selection::All, n - 1)?;
+        let plan = if !self.gpu.tuning().device_h || log_n == 0 {
+            eval::Plan::Host("device_h is off")
+        } else {
+            eval::plan(&self.gpu, circuit, log_n, ntt::h_step_bytes(log_n))
+        };
+        if let eval::Plan::Host(why) = plan {
+            // Said once per change of reason, under eval's target with the upload's line.
+            let mut last = self.last.lock().unwrap();
+            if last.eval != EvalPath::Host(why) {
+                log::info!(target: "cuzk_gpu::eval", "GPU {}: a, b and c evaluated on the host: {why}", self.gpu.info().ordinal);
+            }
+            last.eval = EvalPath::Host(why);
+            drop(last);
+            return cuzk_groth16::hstep::h_msm_compiled_via_host(self, circuit, inputs, aux, h_bases, check);
+        }
+        let t = Instant::now();
+        let h = {
+            let _region = self.gpu.enter().map_err(unavailable)?;
+            self.gpu.check_cancel().map_err(unavailable)?;
+            let e = eval::evaluate(&self.gpu, circuit, inputs, aux, log_n).map_err(unavailable)?;
+            {
+                let mut last = self.last.lock().unwrap();
+                last.eval = EvalPath::Device { uploaded: e.uploaded, kernel: e.timings.kernels };
+                last.h_step = HStep::Device;
+            }
+            if let Some(row) = e.first_bad.filter(|_| check) {
+                return Ok(HOutcome::Unsatisfied(row));
+            }
+            ntt::h_of_device_polys(&self.gpu, e.polys, log_n, e.timings).map_err(unavailable)?
+        };
+        let h_step = t.elapsed();
+        let step = self.gpu.last_timings();
+        let acc = self.noted(msm::msm::<G1>(&self.gpu, h_bases, Selection::All, Scalars::Device(&h)))?;
+        self.last.lock().unwrap().h_split = HSplit { step, msm: self.gpu.last_timings() };
+        Ok(HOutcome::Done(acc, h_step))
     }
 }

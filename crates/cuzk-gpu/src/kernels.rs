@@ -63,6 +63,7 @@ kernels! {
     fr_ntt_fused = "cuzk_fr_ntt_fused",
     fr_ntt_fused3 = "cuzk_fr_ntt_fused3",
     fr_coset_quotient = "cuzk_fr_coset_quotient",
+    fr_eval_constraints = "cuzk_fr_eval_constraints",
     msm_classify = "cuzk_msm_classify",
     msm_bucket_offsets = "cuzk_msm_bucket_offsets",
     msm_scatter = "cuzk_msm_scatter",
@@ -100,6 +101,7 @@ pub(crate) struct CurveKernels {
     pub(crate) xyzz_sum_partials: Kernel,
     pub(crate) xyzz_to_jacobian: Kernel,
     /// Random parameter points (kernels/random.cuh).
+    #[cfg_attr(not(feature = "testing"), allow(dead_code))] // random points: benches only
     pub(crate) random_run: Kernel,
 }
 

@@ -1,42 +1,24 @@
 //! Host side of the Fr NTT and the coset quotient (kernels/ntt.cuh).
 
 use blstrs::Scalar;
-use cuzk_groth16::backend::{vanishing_inverse_on_coset, Scaling};
+use cuzk_groth16::backend::Scaling;
+use cuzk_groth16::domain::vanishing_inverse_on_coset;
 use cuzk_groth16::NttDirection;
 use ff::Field;
 
 use crate::arena::{reserved_size, DeviceBuffer};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::device::{arg, span, Event, Gpu, OpTimings, SyncOnDrop};
 use crate::error::GpuError;
+use crate::tuning::{GpuTuning, NttPasses};
 
 const BLOCK: u32 = 256;
-/// Most stages one pass over memory does (radix 2^k in registers). The passes are bound by
-/// Fr multiplications more than by memory, and higher radices cost occupancy (radix 8: 125
-/// registers, 16: 247); BENCH.md has the measurements. CUZK_NTT_MAX_LOG_RADIX (1 to 4)
-/// overrides the default for measurements.
-fn max_log_radix() -> u32 {
-    static K: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
-    *K.get_or_init(|| env_knob("CUZK_NTT_MAX_LOG_RADIX", 2).clamp(1, 4))
-}
-/// A measurement switch from the environment: its number, or `default`.
-fn env_knob(name: &str, default: u32) -> u32 {
-    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
-}
 /// Most stages one fused pass (kernels/ntt.cuh, `fr_ntt_fused`) does in shared memory: its
 /// tile is 1024 elements, so 9 stages leave two columns per block (2^27: three passes).
+/// Which passes run, fused (registers capped or not) or one per radix, is
+/// [`GpuTuning::ntt_passes`]; its doc has the measurements.
 const FUSED_MAX_STAGES: u32 = 9;
-/// Which passes: by default the fused kernel with registers capped for three blocks per SM
-/// (`cuzk_fr_ntt_fused3`: 80 registers, 28 bytes of spills on sm_90; H200 2^27 forward 47.3
-/// ms with the 16-byte loads of 2026-12-04, 66.2 ms without them in the same call). For measurements,
-/// CUZK_NTT_FUSED=0 gives the register-radix passes (83.4 ms) and 1 the uncapped fused kernel
-/// (`cuzk_fr_ntt_fused`: 96 registers, two blocks per SM, 76.1 ms); those two figures are
-/// from before the 16-byte loads.
-fn fused_mode() -> u32 {
-    static F: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
-    *F.get_or_init(|| env_knob("CUZK_NTT_FUSED", 2))
-}
 const FR_BYTES: usize = 32;
 const _: () = assert!(std::mem::size_of::<Scalar>() == FR_BYTES);
 
@@ -158,16 +140,6 @@ pub(crate) fn quotient_chunk(n: usize, available: usize) -> Option<usize> {
     None
 }
 
-fn over_budget(gpu: &Gpu, requested: usize) -> GpuError {
-    let c = gpu.counters();
-    GpuError::OverBudget {
-        device: gpu.info().ordinal,
-        requested,
-        in_use: c.in_use,
-        budget: c.budget,
-    }
-}
-
 /// The twiddle table of `root` for a transform of 2^log_n: root^i for i < 2^(log_n - 1),
 /// expanded on the device (queued on the compute stream).
 fn twiddles(gpu: &Gpu, root: Scalar, log_n: u32, out: &DeviceBuffer) -> Result<(), GpuError> {
@@ -183,12 +155,10 @@ fn twiddles(gpu: &Gpu, root: Scalar, log_n: u32, out: &DeviceBuffer) -> Result<(
     )
 }
 
-/// The pre and post scalings of a plan, uploaded.
-fn plan_scalings(
-    gpu: &Gpu,
-    dir: NttDirection,
-    log_n: u32,
-) -> Result<(Option<DevicePowers>, Option<DevicePowers>), GpuError> {
+/// The pre and post scalings of a direction's plan, uploaded.
+type Scalings = (Option<DevicePowers>, Option<DevicePowers>);
+
+fn plan_scalings(gpu: &Gpu, dir: NttDirection, log_n: u32) -> Result<Scalings, GpuError> {
     let plan = dir.plan(log_n);
     let pre = plan.pre.map(|p| upload_powers(gpu, &Powers::of(p, log_n))).transpose()?;
     let post = plan.post.map(|p| upload_powers(gpu, &Powers::of(p, log_n))).transpose()?;
@@ -196,11 +166,12 @@ fn plan_scalings(
 }
 
 /// The passes of one transform of the 2^log_n elements in `values`, queued on the compute
-/// stream with the twiddles of the direction's root at `tw`; results alternate between
-/// `values` and `scratch`, which are swapped at the end if needed so that the result is in
-/// `values`.
+/// stream with the twiddles of the direction's root at `tw`, on the kernels `tuning` names;
+/// results alternate between `values` and `scratch`, which are swapped at the end if needed
+/// so that the result is in `values`.
 fn run_passes(
     gpu: &Gpu,
+    tuning: &GpuTuning,
     values: &mut DeviceBuffer,
     scratch: &mut DeviceBuffer,
     tw: u64,
@@ -210,13 +181,13 @@ fn run_passes(
 ) -> Result<(), GpuError> {
     let n = 1usize << log_n;
     let none = PowerTableArg::default();
-    // Passes of up to max_log_radix() stages each (fused: up to FUSED_MAX_STAGES through
+    // Passes of up to ntt_max_log_radix stages each (fused: up to FUSED_MAX_STAGES through
     // shared memory), the stages spread evenly over the passes.
-    let fused = fused_mode() != 0 && log_n >= 2;
+    let fused = tuning.ntt_passes != NttPasses::Radix && log_n >= 2;
     let max_stages = if fused {
         FUSED_MAX_STAGES
     } else {
-        max_log_radix()
+        tuning.ntt_max_log_radix.clamp(1, 4)
     };
     let pass_count = log_n.div_ceil(max_stages);
     let mut passes = Vec::with_capacity(pass_count as usize);
@@ -239,7 +210,7 @@ fn run_passes(
         if fused {
             // n / 4 threads: each owns four elements of a tile of min(n, 1024).
             let block = (n / 4).min(BLOCK as usize) as u32;
-            let kernel = if fused_mode() == 1 {
+            let kernel = if tuning.ntt_passes == NttPasses::Fused {
                 gpu.kernels.fr_ntt_fused
             } else {
                 gpu.kernels.fr_ntt_fused3
@@ -306,7 +277,7 @@ pub(crate) fn ntt(
     gpu.check_cancel()?;
     let need = ntt_bytes(log_n);
     if need > gpu.available() {
-        return Err(over_budget(gpu, need));
+        return Err(gpu.over_budget(need));
     }
     let t0 = Instant::now();
     let (mut data, mut scratch) = (gpu.alloc(n * FR_BYTES)?, gpu.alloc(n * FR_BYTES)?);
@@ -323,7 +294,7 @@ pub(crate) fn ntt(
     // Kernel time from here: the passes (queued after the wait for the upload).
     let (kstart, kend) = (Event::new(true)?, Event::new(true)?);
     kstart.record(gpu.stream())?;
-    run_passes(gpu, &mut data, &mut scratch, tw.ptr(), log_n, pre.as_ref(), post.as_ref())?;
+    run_passes(gpu, &gpu.tuning(), &mut data, &mut scratch, tw.ptr(), log_n, pre.as_ref(), post.as_ref())?;
     kend.record(gpu.stream())?;
     let t2 = Instant::now();
     gpu.download_to(values, data.ptr())?;
@@ -336,143 +307,6 @@ pub(crate) fn ntt(
         ..Default::default()
     });
     Ok(())
-}
-
-/// h on the device in less memory, for budgets that hold one NTT's buffers but not a, b
-/// and c at once (a 16 GB card at 2^27): b and c each go up, through their inverse and
-/// coset NTTs, and come back (into `b` and `c`, resized to the domain); then a goes up
-/// and through its NTTs, the quotient streams b and c through the scratch buffer in two
-/// halves, and the coset inverse NTT leaves h in the buffer returned, as
-/// [`h_on_device`] does. PCIe carries 7n elements (28 GiB at 2^27) against the host
-/// path's 18n (each NTT up and back, the quotient's a, b, c up and a back); device bytes:
-/// [`ntt_bytes`] and one element.
-///
-/// Each download (b's transform, then c's) runs beside the next polynomial's upload (c,
-/// then a) into the other buffer, which then serves as the values and the first as the
-/// scratch: PCIe is full duplex, so two of the 4n-element legs take the time of one.
-/// Measurement switch: CUZK_GPU_LEAN_OVERLAP=0 downloads first and uploads after, into
-/// the same buffer, as before.
-pub(crate) fn h_on_device_lean(
-    gpu: &Gpu,
-    a: &[Scalar],
-    b: &mut Vec<Scalar>,
-    c: &mut Vec<Scalar>,
-    log_n: u32,
-) -> Result<DeviceBuffer, GpuError> {
-    let n = 1usize << log_n;
-    let m = a.len();
-    assert!(m <= n && b.len() == m && c.len() == m && log_n >= 1);
-    let overlap = !std::env::var("CUZK_GPU_LEAN_OVERLAP").is_ok_and(|v| v == "0");
-    let _region = gpu.enter()?;
-    gpu.check_cancel()?;
-    let t0 = Instant::now();
-    // b and c take their transforms back at the domain's length: grown before they are
-    // pinned (within the capacity synthesis gives them, so in place).
-    b.resize(n, Scalar::ZERO);
-    c.resize(n, Scalar::ZERO);
-    // SAFETY: a, b and c are neither resized nor freed before `pins` is released below.
-    let pins = unsafe { gpu.pin_host(&[span(a), span(b), span(c)]) };
-    let mut x = gpu.alloc(n * FR_BYTES)?;
-    let mut scratch = gpu.alloc(n * FR_BYTES)?;
-    let tw = gpu.alloc(n / 2 * FR_BYTES)?;
-    let dz = gpu.alloc(FR_BYTES)?;
-    gpu.upload(&dz, &[vanishing_inverse_on_coset(n)])?;
-    let inv = plan_scalings(gpu, NttDirection::Inverse, log_n)?;
-    let fwd = plan_scalings(gpu, NttDirection::CosetForward, log_n)?;
-    let last = plan_scalings(gpu, NttDirection::CosetInverse, log_n)?;
-    let _drain = SyncOnDrop(gpu);
-    let (root, root_inv) = (
-        NttDirection::Forward.plan(log_n).root,
-        NttDirection::Inverse.plan(log_n).root,
-    );
-    let (kstart, kend) = (Event::new(true)?, Event::new(true)?);
-    kstart.record(gpu.stream())?;
-    let mut upload = std::time::Duration::ZERO;
-    let mut download = std::time::Duration::ZERO;
-    // Zeroes the tail of `into` past `v` and uploads `v` (after `free`, when given).
-    let put = |v: &[Scalar], into: &DeviceBuffer, free: Option<&Event>| -> Result<(), GpuError> {
-        gpu.memset_bytes(into.ptr() + (v.len() * FR_BYTES) as u64, (n - v.len()) * FR_BYTES, 0)?;
-        gpu.upload_slice(into, v, free)
-    };
-    // The two forward transforms of the polynomial in x.
-    let transforms = |x: &mut DeviceBuffer, scratch: &mut DeviceBuffer| -> Result<(), GpuError> {
-        twiddles(gpu, root_inv, log_n, &tw)?;
-        run_passes(gpu, x, scratch, tw.ptr(), log_n, inv.0.as_ref(), inv.1.as_ref())?;
-        twiddles(gpu, root, log_n, &tw)?;
-        run_passes(gpu, x, scratch, tw.ptr(), log_n, fwd.0.as_ref(), fwd.1.as_ref())
-    };
-    let tu = Instant::now();
-    put(&b[..m], &x, None)?;
-    upload += tu.elapsed();
-    transforms(&mut x, &mut scratch)?;
-    // x's transform comes back into `done` while `next` goes up (into scratch when
-    // overlapped), then next's transforms are queued in x.
-    let mut exchange = |done: &mut [Scalar], next: &[Scalar]| -> Result<(), GpuError> {
-        gpu.check_cancel()?;
-        let t = Instant::now();
-        if overlap {
-            // The copy stream writes scratch once the compute stream is done with it.
-            let free = Event::new(false)?;
-            free.record(gpu.stream())?;
-            let mut up = std::time::Duration::ZERO;
-            gpu.download_while_uploading(&mut done[..], x.ptr(), || {
-                let tu = Instant::now();
-                let r = put(next, &scratch, Some(&free));
-                up = tu.elapsed();
-                r
-            })?;
-            upload += up;
-            download += t.elapsed().saturating_sub(up);
-            std::mem::swap(&mut x, &mut scratch);
-        } else {
-            gpu.download_to(&mut done[..], x.ptr())?;
-            download += t.elapsed();
-            let tu = Instant::now();
-            put(next, &x, None)?;
-            upload += tu.elapsed();
-        }
-        transforms(&mut x, &mut scratch)
-    };
-    exchange(b, &c[..m])?;
-    exchange(c, a)?;
-    // The quotient over halves: b's and c's half side by side in the scratch buffer.
-    let half = n / 2;
-    for lo in [0, half] {
-        gpu.check_cancel()?;
-        // The copy stream writes the scratch buffer only once the compute stream is done
-        // with it (a's last pass, or the previous half's quotient).
-        let read = Event::new(false)?;
-        read.record(gpu.stream())?;
-        read.wait_in(gpu.copy_stream())?;
-        let (sb, sc) = (scratch.ptr(), scratch.ptr() + (half * FR_BYTES) as u64);
-        let tu = Instant::now();
-        gpu.upload_slice_at(sb, &b[lo..lo + half], None)?;
-        gpu.upload_slice_at(sc, &c[lo..lo + half], None)?;
-        upload += tu.elapsed();
-        let (pa, pz, count) = (x.ptr() + (lo * FR_BYTES) as u64, dz.ptr(), half as u32);
-        gpu.launch(
-            gpu.kernels.fr_coset_quotient,
-            half,
-            BLOCK,
-            0,
-            &mut [arg(&pa), arg(&sb), arg(&sc), arg(&pz), arg(&count)],
-        )?;
-    }
-    twiddles(gpu, root_inv, log_n, &tw)?;
-    run_passes(gpu, &mut x, &mut scratch, tw.ptr(), log_n, last.0.as_ref(), last.1.as_ref())?;
-    kend.record(gpu.stream())?;
-    gpu.sync()?;
-    drop(_drain);
-    let pin = pins.release();
-    gpu.set_timings(OpTimings {
-        upload,
-        compute: t0.elapsed().saturating_sub(upload + download + pin),
-        download,
-        kernels: kend.since(&kstart)?,
-        pin,
-        ..Default::default()
-    });
-    Ok(x)
 }
 
 /// Device bytes of the H step kept on the device ([`h_on_device`]) at 2^log_n: a, b, c
@@ -488,18 +322,121 @@ pub(crate) fn h_step_bytes(log_n: u32) -> usize {
         + reserved_size(FR_BYTES)
 }
 
+/// Which of the H step's three transforms: their twiddle table and scalings.
+#[derive(Clone, Copy)]
+enum HTransform {
+    /// Values to coefficients.
+    Inverse = 0,
+    /// Coefficients to values on the coset.
+    CosetForward = 1,
+    /// Values on the coset to h's coefficients.
+    CosetInverse = 2,
+}
+
+/// What both device-resident H paths ([`h_on_device`], [`h_on_device_lean`]) set up and
+/// share: a scratch buffer and a twiddle table of the domain's size, 1/Z on the coset, the
+/// scalings of the three transforms they run, the kernel-time events, and the tuning read
+/// once. Queued work finishes before these buffers go back, on every exit; buffers the
+/// caller allocated before it are waited for too (they are dropped after it).
+struct HKit<'g> {
+    /// The first field, dropped first: the streams are done before the buffers go back.
+    _drain: SyncOnDrop<'g>,
+    gpu: &'g Gpu,
+    tuning: GpuTuning,
+    log_n: u32,
+    scratch: DeviceBuffer,
+    tw: DeviceBuffer,
+    dz: DeviceBuffer,
+    scalings: [Scalings; 3],
+    /// The forward and the inverse root of the domain.
+    roots: (Scalar, Scalar),
+    kstart: Event,
+    kend: Event,
+}
+
+impl<'g> HKit<'g> {
+    fn new(gpu: &'g Gpu, log_n: u32) -> Result<Self, GpuError> {
+        let n = 1usize << log_n;
+        let scratch = gpu.alloc(n * FR_BYTES)?;
+        let tw = gpu.alloc(n / 2 * FR_BYTES)?;
+        let dz = gpu.alloc(FR_BYTES)?;
+        gpu.upload(&dz, &[vanishing_inverse_on_coset(n)])?;
+        let scalings = [
+            plan_scalings(gpu, NttDirection::Inverse, log_n)?,
+            plan_scalings(gpu, NttDirection::CosetForward, log_n)?,
+            plan_scalings(gpu, NttDirection::CosetInverse, log_n)?,
+        ];
+        Ok(HKit {
+            _drain: SyncOnDrop(gpu),
+            gpu,
+            tuning: gpu.tuning(),
+            log_n,
+            scratch,
+            tw,
+            dz,
+            scalings,
+            roots: (NttDirection::Forward.plan(log_n).root, NttDirection::Inverse.plan(log_n).root),
+            kstart: Event::new(true)?,
+            kend: Event::new(true)?,
+        })
+    }
+
+    /// Expands the twiddle table of `t`'s root (queued on the compute stream): the inverse
+    /// root for the inverse transforms, the forward root for the coset forward one.
+    fn twiddles(&self, t: HTransform) -> Result<(), GpuError> {
+        let root = match t {
+            HTransform::CosetForward => self.roots.0,
+            HTransform::Inverse | HTransform::CosetInverse => self.roots.1,
+        };
+        twiddles(self.gpu, root, self.log_n, &self.tw)
+    }
+
+    /// Transform `t` of `x` in place (its twiddle table expanded before).
+    fn transform(&mut self, x: &mut DeviceBuffer, t: HTransform) -> Result<(), GpuError> {
+        let (pre, post) = &self.scalings[t as usize];
+        run_passes(self.gpu, &self.tuning, x, &mut self.scratch, self.tw.ptr(), self.log_n, pre.as_ref(), post.as_ref())
+    }
+
+    /// a = (a * b - c) / Z on the coset, `count` elements at the three addresses.
+    fn quotient(&self, a: u64, b: u64, c: u64, count: usize) -> Result<(), GpuError> {
+        let (pz, count32) = (self.dz.ptr(), count as u32);
+        self.gpu.launch(
+            self.gpu.kernels.fr_coset_quotient,
+            count,
+            BLOCK,
+            0,
+            &mut [arg(&a), arg(&b), arg(&c), arg(&pz), arg(&count32)],
+        )
+    }
+
+    /// The coset inverse transform of the quotient in `x`, which leaves h's coefficients
+    /// there; then the end of the kernels' time and a wait for the streams. Returns the
+    /// kernels' time since `kstart`.
+    fn finish(&mut self, x: &mut DeviceBuffer) -> Result<Duration, GpuError> {
+        self.twiddles(HTransform::CosetInverse)?;
+        self.transform(x, HTransform::CosetInverse)?;
+        self.kend.record(self.gpu.stream())?;
+        self.gpu.sync()?;
+        self.kend.since(&self.kstart)
+    }
+}
+
 /// h on the device: a, b, c (each at most 2^log_n long, zero-padded there) uploaded once,
 /// then the three inverse NTTs, the three coset NTTs, the coset quotient and the coset
 /// inverse NTT without leaving the device. The buffer returned holds the 2^log_n
 /// coefficients, of which the first 2^log_n - 1 are h (the last is zero for a satisfied
 /// witness and is not part of h); nothing of it crosses PCIe. Equal to
-/// `cuzk_groth16::prover::compute_h` element for element. The caller checks
+/// `cuzk_groth16::hstep::compute_h` element for element. The caller checks
 /// [`h_step_bytes`] against the budget first.
 ///
-/// a, b and c are freed (on a thread of their own) as soon as each is up, so that giving
-/// their pages back to the system overlaps the NTT kernels instead of the H MSM, whose
-/// workspace allocation waits for it. Measurement switch: CUZK_GPU_FREE_AFTER_UPLOAD=0 frees
-/// them after the H step, as before.
+/// Each polynomial's inverse NTT is queued as soon as it is up, so that the next one's
+/// upload (the host filling the staging buffers) runs beside it; and a, b and c are freed
+/// (on a thread of their own) as soon as each is up, so that giving their pages back to
+/// the system overlaps the NTT kernels instead of the H MSM, whose workspace allocation
+/// waits for it (on the H200, 2026-12-03, bench/NOTES.md: the 32 GiB partition's H MSM
+/// spent 0.36-0.75 s allocating its workspace beside such a free, 1-3 ms without it). The
+/// switches that gave the old orders (all uploads first; the frees after the step) are
+/// gone.
 pub(crate) fn h_on_device(
     gpu: &Gpu,
     a: Vec<Scalar>,
@@ -509,34 +446,15 @@ pub(crate) fn h_on_device(
 ) -> Result<DeviceBuffer, GpuError> {
     let n = 1usize << log_n;
     assert!(a.len() <= n && b.len() == a.len() && c.len() == a.len() && log_n >= 1);
-    let free_early = !std::env::var("CUZK_GPU_FREE_AFTER_UPLOAD").is_ok_and(|v| v == "0");
-    let mut kept = Vec::new();
     let _region = gpu.enter()?;
     gpu.check_cancel()?;
     let t0 = Instant::now();
     let mut polys = [gpu.alloc(n * FR_BYTES)?, gpu.alloc(n * FR_BYTES)?, gpu.alloc(n * FR_BYTES)?];
-    let mut scratch = gpu.alloc(n * FR_BYTES)?;
-    let tw = gpu.alloc(n / 2 * FR_BYTES)?;
-    let dz = gpu.alloc(FR_BYTES)?;
-    gpu.upload(&dz, &[vanishing_inverse_on_coset(n)])?;
-    let inv = plan_scalings(gpu, NttDirection::Inverse, log_n)?;
-    let fwd = plan_scalings(gpu, NttDirection::CosetForward, log_n)?;
-    let last = plan_scalings(gpu, NttDirection::CosetInverse, log_n)?;
-    // On every exit, queued work finishes before the buffers above go back.
-    let _drain = SyncOnDrop(gpu);
-    let (root, root_inv) = (
-        NttDirection::Forward.plan(log_n).root,
-        NttDirection::Inverse.plan(log_n).root,
-    );
+    let mut kit = HKit::new(gpu, log_n)?;
     // The inverse root's table while a, b, c go up (copy stream) and their tails are zeroed.
-    twiddles(gpu, root_inv, log_n, &tw)?;
-    // Each polynomial's inverse NTT is queued as soon as it is up, so that the next one's
-    // upload (the host filling the staging buffers) runs beside it. Measurement switch:
-    // CUZK_GPU_H_OVERLAP=0 queues them after all three uploads.
-    let overlap = !std::env::var("CUZK_GPU_H_OVERLAP").is_ok_and(|v| v == "0");
-    let mut upload = std::time::Duration::ZERO;
-    let mut pin = std::time::Duration::ZERO;
-    let (kstart, kend) = (Event::new(true)?, Event::new(true)?);
+    kit.twiddles(HTransform::Inverse)?;
+    let mut upload = Duration::ZERO;
+    let mut pin = Duration::ZERO;
     for (k, (p, v)) in polys.iter_mut().zip([a, b, c]).enumerate() {
         gpu.memset_bytes(p.ptr() + (v.len() * FR_BYTES) as u64, (n - v.len()) * FR_BYTES, 0)?;
         // SAFETY: `v` is neither resized nor freed before `pins` is released.
@@ -547,60 +465,173 @@ pub(crate) fn h_on_device(
         pin += pins.release();
         // The host copy is on the device or in the staging buffers once upload_slice
         // returns.
-        if free_early {
-            cuzk_groth16::release::drop_in_background(v);
-        } else {
-            kept.push(v);
+        cuzk_groth16::release::drop_in_background(v);
+        if k == 0 {
+            kit.kstart.record(gpu.stream())?;
         }
-        if k == 0 && overlap {
-            kstart.record(gpu.stream())?;
-        }
-        if overlap {
-            run_passes(gpu, p, &mut scratch, tw.ptr(), log_n, inv.0.as_ref(), inv.1.as_ref())?;
-        }
+        kit.transform(p, HTransform::Inverse)?;
     }
-    if !overlap {
-        kstart.record(gpu.stream())?;
-        for p in polys.iter_mut() {
-            run_passes(gpu, p, &mut scratch, tw.ptr(), log_n, inv.0.as_ref(), inv.1.as_ref())?;
-        }
-    }
-    twiddles(gpu, root, log_n, &tw)?;
+    kit.twiddles(HTransform::CosetForward)?;
     for p in polys.iter_mut() {
-        run_passes(gpu, p, &mut scratch, tw.ptr(), log_n, fwd.0.as_ref(), fwd.1.as_ref())?;
+        kit.transform(p, HTransform::CosetForward)?;
     }
     gpu.check_cancel()?;
-    {
-        let (pa, pb, pc, pz, count) = (polys[0].ptr(), polys[1].ptr(), polys[2].ptr(), dz.ptr(), n as u32);
-        gpu.launch(
-            gpu.kernels.fr_coset_quotient,
-            n,
-            BLOCK,
-            0,
-            &mut [arg(&pa), arg(&pb), arg(&pc), arg(&pz), arg(&count)],
-        )?;
-    }
-    twiddles(gpu, root_inv, log_n, &tw)?;
-    run_passes(gpu, &mut polys[0], &mut scratch, tw.ptr(), log_n, last.0.as_ref(), last.1.as_ref())?;
-    kend.record(gpu.stream())?;
-    gpu.sync()?;
-    drop(_drain);
-    let kernels = kend.since(&kstart)?;
+    kit.quotient(polys[0].ptr(), polys[1].ptr(), polys[2].ptr(), n)?;
+    let kernels = kit.finish(&mut polys[0])?;
+    drop(kit);
     let [h, ..] = polys;
-    drop((scratch, tw, dz));
-    // The old order: a, b and c freed once the step's device buffers are back.
-    for v in kept {
-        cuzk_groth16::release::drop_in_background(v);
-    }
     gpu.set_timings(OpTimings {
         upload,
         compute: t0.elapsed().saturating_sub(upload + pin),
-        download: std::time::Duration::ZERO,
+        download: Duration::ZERO,
         kernels,
         pin,
         ..Default::default()
     });
     Ok(h)
+}
+
+/// h from a, b and c already on the device (each 2^log_n long, zero-padded there; a
+/// deferred witness's, evaluated by `crate::eval`): the three inverse NTTs, the three coset
+/// NTTs, the quotient and the coset inverse NTT, as [`h_on_device`] runs them after its
+/// uploads. The caller holds the device region. `before` is what the caller's own part took
+/// (its upload and its kernels), added to the timings set here.
+pub(crate) fn h_of_device_polys(
+    gpu: &Gpu,
+    mut polys: [DeviceBuffer; 3],
+    log_n: u32,
+    before: OpTimings,
+) -> Result<DeviceBuffer, GpuError> {
+    let t0 = Instant::now();
+    let mut kit = HKit::new(gpu, log_n)?;
+    kit.twiddles(HTransform::Inverse)?;
+    kit.kstart.record(gpu.stream())?;
+    for p in polys.iter_mut() {
+        kit.transform(p, HTransform::Inverse)?;
+    }
+    kit.twiddles(HTransform::CosetForward)?;
+    for p in polys.iter_mut() {
+        kit.transform(p, HTransform::CosetForward)?;
+    }
+    gpu.check_cancel()?;
+    kit.quotient(polys[0].ptr(), polys[1].ptr(), polys[2].ptr(), 1 << log_n)?;
+    let kernels = kit.finish(&mut polys[0])?;
+    drop(kit);
+    let [h, ..] = polys;
+    gpu.set_timings(OpTimings {
+        upload: before.upload,
+        compute: before.compute + t0.elapsed(),
+        download: Duration::ZERO,
+        kernels: before.kernels + kernels,
+        ..Default::default()
+    });
+    Ok(h)
+}
+
+/// h on the device in less memory, for budgets that hold one NTT's buffers but not a, b
+/// and c at once (a 16 GB card at 2^27): b and c each go up, through their inverse and
+/// coset NTTs, and come back (into `b` and `c`, resized to the domain); then a goes up
+/// and through its NTTs, the quotient streams b and c through the scratch buffer in two
+/// halves, and the coset inverse NTT leaves h in the buffer returned, as
+/// [`h_on_device`] does. PCIe carries 7n elements (28 GiB at 2^27) against the host
+/// path's 18n (each NTT up and back, the quotient's a, b, c up and a back); device bytes:
+/// [`ntt_bytes`] and one element.
+///
+/// Each download (b's transform, then c's) runs beside the next polynomial's upload (c,
+/// then a) into the other buffer, which then serves as the values and the first as the
+/// scratch: PCIe is full duplex, so two of the 4n-element legs take the time of one (on
+/// the H200, 2026-12-04, fifth session, bench/NOTES.md: the 14 GiB budget's H step took
+/// 987 ms against 1036-1069 ms one after the other; that switch is gone).
+pub(crate) fn h_on_device_lean(
+    gpu: &Gpu,
+    a: &[Scalar],
+    b: &mut Vec<Scalar>,
+    c: &mut Vec<Scalar>,
+    log_n: u32,
+) -> Result<DeviceBuffer, GpuError> {
+    let n = 1usize << log_n;
+    let m = a.len();
+    assert!(m <= n && b.len() == m && c.len() == m && log_n >= 1);
+    let _region = gpu.enter()?;
+    gpu.check_cancel()?;
+    let t0 = Instant::now();
+    // b and c take their transforms back at the domain's length: grown before they are
+    // pinned (within the capacity synthesis gives them, so in place).
+    b.resize(n, Scalar::ZERO);
+    c.resize(n, Scalar::ZERO);
+    // SAFETY: a, b and c are neither resized nor freed before `pins` is released below.
+    let pins = unsafe { gpu.pin_host(&[span(a), span(b), span(c)]) };
+    let mut x = gpu.alloc(n * FR_BYTES)?;
+    let mut kit = HKit::new(gpu, log_n)?;
+    kit.kstart.record(gpu.stream())?;
+    let mut upload = Duration::ZERO;
+    let mut download = Duration::ZERO;
+    // Zeroes the tail of `into` past `v` and uploads `v` (after `free`, when given).
+    let put = |v: &[Scalar], into: &DeviceBuffer, free: Option<&Event>| -> Result<(), GpuError> {
+        gpu.memset_bytes(into.ptr() + (v.len() * FR_BYTES) as u64, (n - v.len()) * FR_BYTES, 0)?;
+        gpu.upload_slice(into, v, free)
+    };
+    // The two forward transforms of the polynomial in x.
+    let transforms = |kit: &mut HKit<'_>, x: &mut DeviceBuffer| -> Result<(), GpuError> {
+        kit.twiddles(HTransform::Inverse)?;
+        kit.transform(x, HTransform::Inverse)?;
+        kit.twiddles(HTransform::CosetForward)?;
+        kit.transform(x, HTransform::CosetForward)
+    };
+    let tu = Instant::now();
+    put(&b[..m], &x, None)?;
+    upload += tu.elapsed();
+    transforms(&mut kit, &mut x)?;
+    // x's transform comes back into `done` while `next` goes up into the scratch buffer,
+    // which then holds the values (x the scratch); next's transforms are queued there.
+    let mut exchange = |kit: &mut HKit<'_>, done: &mut [Scalar], next: &[Scalar]| -> Result<(), GpuError> {
+        gpu.check_cancel()?;
+        let t = Instant::now();
+        // The copy stream writes scratch once the compute stream is done with it.
+        let free = Event::new(false)?;
+        free.record(gpu.stream())?;
+        let mut up = Duration::ZERO;
+        gpu.download_while_uploading(&mut done[..], x.ptr(), || {
+            let tu = Instant::now();
+            let r = put(next, &kit.scratch, Some(&free));
+            up = tu.elapsed();
+            r
+        })?;
+        upload += up;
+        download += t.elapsed().saturating_sub(up);
+        std::mem::swap(&mut x, &mut kit.scratch);
+        transforms(kit, &mut x)
+    };
+    exchange(&mut kit, b, &c[..m])?;
+    exchange(&mut kit, c, a)?;
+    // The quotient over halves: b's and c's half side by side in the scratch buffer.
+    let half = n / 2;
+    for lo in [0, half] {
+        gpu.check_cancel()?;
+        // The copy stream writes the scratch buffer only once the compute stream is done
+        // with it (a's last pass, or the previous half's quotient).
+        let read = Event::new(false)?;
+        read.record(gpu.stream())?;
+        read.wait_in(gpu.copy_stream())?;
+        let (sb, sc) = (kit.scratch.ptr(), kit.scratch.ptr() + (half * FR_BYTES) as u64);
+        let tu = Instant::now();
+        gpu.upload_slice_at(sb, &b[lo..lo + half], None)?;
+        gpu.upload_slice_at(sc, &c[lo..lo + half], None)?;
+        upload += tu.elapsed();
+        kit.quotient(x.ptr() + (lo * FR_BYTES) as u64, sb, sc, half)?;
+    }
+    let kernels = kit.finish(&mut x)?;
+    drop(kit);
+    let pin = pins.release();
+    gpu.set_timings(OpTimings {
+        upload,
+        compute: t0.elapsed().saturating_sub(upload + download + pin),
+        download,
+        kernels,
+        pin,
+        ..Default::default()
+    });
+    Ok(x)
 }
 
 /// a = (a * b - c) / Z(g) pointwise, equal to `CpuBackend::coset_quotient`; in chunks when
@@ -618,7 +649,7 @@ pub(crate) fn coset_quotient(
     let _region = gpu.enter()?;
     gpu.check_cancel()?;
     let m = quotient_chunk(n, gpu.available())
-        .ok_or_else(|| over_budget(gpu, 3 * reserved_size((1 << 12) * FR_BYTES)))?;
+        .ok_or_else(|| gpu.over_budget(3 * reserved_size((1 << 12) * FR_BYTES)))?;
     let z_inv = [vanishing_inverse_on_coset(n)];
     let t0 = Instant::now();
     let (da, db, dc, dz) = (
@@ -630,7 +661,7 @@ pub(crate) fn coset_quotient(
     gpu.upload(&dz, &z_inv)?;
     let (kstart, kend) = (Event::new(true)?, Event::new(true)?);
     kstart.record(gpu.stream())?;
-    let mut upload = std::time::Duration::ZERO;
+    let mut upload = Duration::ZERO;
     for lo in (0..n).step_by(m) {
         gpu.check_cancel()?;
         let hi = (lo + m).min(n);
@@ -654,7 +685,7 @@ pub(crate) fn coset_quotient(
     gpu.set_timings(OpTimings {
         upload,
         compute: t0.elapsed().saturating_sub(upload),
-        download: std::time::Duration::ZERO,
+        download: Duration::ZERO,
         kernels: kend.since(&kstart)?,
         ..Default::default()
     });

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use blstrs::{G1Affine, G2Affine, Scalar};
 use common::*;
-use cuzk_gpu::{GpuBackend, HStep, VramBudget};
+use cuzk_gpu::{GpuBackend, GpuTuning, HStep, NttPasses, VramBudget};
 use cuzk_groth16::{Backend, BackendError, CpuBackend, NttDirection, Selection};
 use ff::Field;
 use group::prime::PrimeCurveAffine;
@@ -88,6 +88,48 @@ fn ntt_all_directions_match_cpu() {
         gpu.ntt(&mut [Scalar::ONE; 3], NttDirection::Forward),
         Err(BackendError::BadNttSize(3))
     ));
+}
+
+/// Every NTT kernel variant of the tuning (radix passes of 1 to 4 stages, fused passes
+/// uncapped) equals the CPU backend, the H step's transforms included; the default
+/// (capped fused passes) is `ntt_all_directions_match_cpu`'s.
+#[test]
+fn ntt_pass_variants_match_cpu() {
+    let Some((gpu, _serial)) = gpu() else { return };
+    let top = max_log_ntt().min(20);
+    let variants = [
+        variant(|t| t.ntt_passes = NttPasses::Fused),
+        variant(|t| (t.ntt_passes, t.ntt_max_log_radix) = (NttPasses::Radix, 1)),
+        variant(|t| (t.ntt_passes, t.ntt_max_log_radix) = (NttPasses::Radix, 2)),
+        variant(|t| (t.ntt_passes, t.ntt_max_log_radix) = (NttPasses::Radix, 3)),
+        variant(|t| (t.ntt_passes, t.ntt_max_log_radix) = (NttPasses::Radix, 4)),
+    ];
+    let len = (1usize << 12) - 5;
+    let (a, b, c) = h_inputs(len, 300);
+    let bases = random_bases(1 << 12, 301);
+    let hb = &bases[..(1 << 12) - 1];
+    let (h_want, _) = CpuBackend.h_msm(a.clone(), b.clone(), c.clone(), hb).unwrap();
+    for v in variants {
+        gpu.retune(v.clone());
+        let mut failed = None;
+        for log_n in [1, 2, 5, 10, 11, top] {
+            let input = random_scalars(1 << log_n, 310 + log_n as u64);
+            for dir in DIRECTIONS {
+                let (mut want, mut got) = (input.clone(), input.clone());
+                CpuBackend.ntt(&mut want, dir).unwrap();
+                gpu.ntt(&mut got, dir).unwrap();
+                if got != want && failed.is_none() {
+                    failed = Some(format!("NTT {dir:?} 2^{log_n}"));
+                }
+            }
+        }
+        let h_got = gpu.h_msm(a.clone(), b.clone(), c.clone(), hb);
+        gpu.retune(GpuTuning::default());
+        assert_eq!(failed, None, "{v:?} differs from the CPU backend");
+        assert_eq!(h_got.unwrap().0, h_want, "H step under {v:?}");
+        assert_arena_empty(gpu);
+    }
+    say(&format!("ntt pass variants (fused uncapped, radix 2 to 16): 4 directions to 2^{top} and the H step equal to the CPU backend"));
 }
 
 #[test]
@@ -559,25 +601,25 @@ fn h_step_on_device_matches_cpu() {
         let hb = &bases[..n - 1];
         let (want, _) = CpuBackend.h_msm(a.clone(), b.clone(), c.clone(), hb).unwrap();
         let (got, _) = gpu.h_msm(a.clone(), b.clone(), c.clone(), hb).unwrap();
-        assert_eq!(gpu.last_h_step(), HStep::Device, "len {len}: the budget holds it");
+        assert_eq!(gpu.last_report().h_step, HStep::Device, "len {len}: the budget holds it");
         assert_eq!(got, want, "h step on the device, len {len} (domain {n}), differs from the CPU backend");
-        assert_eq!(gpu.last_h_split().step.pin, Duration::ZERO, "len {len}: staged by default");
+        assert_eq!(gpu.last_report().h_split.step.pin, Duration::ZERO, "len {len}: staged by default");
         assert_arena_empty(gpu);
-        // Page-locked in place (set_pin_host): a, b and c of 64 MiB and more move by DMA
+        // Page-locked in place (GpuTuning::pin_host): a, b and c of 64 MiB and more move by DMA
         // straight from host memory; smaller ones still go through the staging buffers.
         let pins = len * 32 >= 64 << 20;
-        gpu.set_pin_host(true);
+        gpu.retune(variant(|t| t.pin_host = true));
         let pinned = gpu.h_msm(a.clone(), b.clone(), c.clone(), hb);
-        let pin = gpu.last_h_split().step.pin;
-        gpu.set_pin_host(false);
+        let pin = gpu.last_report().h_split.step.pin;
+        gpu.retune(GpuTuning::default());
         assert_eq!(pinned.unwrap().0, want, "device path pinned in place, len {len}");
         assert_eq!(pin > Duration::ZERO, pins, "len {len}: pinned in place");
         assert_arena_empty(gpu);
         if k == 2 {
-            gpu.set_device_h(false);
+            gpu.retune(variant(|t| t.device_h = false));
             let (host, _) = gpu.h_msm(a.clone(), b.clone(), c.clone(), hb).unwrap();
-            gpu.set_device_h(true);
-            assert_eq!(gpu.last_h_step(), HStep::Host);
+            gpu.retune(GpuTuning::default());
+            assert_eq!(gpu.last_report().h_step, HStep::Host);
             assert_eq!(host, want, "host path, len {len}");
         }
         if len == (1 << 20) - 7 || pins {
@@ -586,10 +628,10 @@ fn h_step_on_device_matches_cpu() {
             let small = GpuBackend::open(0, VramBudget::Bytes(3 * n * 32)).expect("second handle");
             assert!(!small.plan_footprint(&cuzk_groth16::SrsShape { ic: 1, h: n - 1, l: 0, a: 0, b_g1: 0, b_g2: 0 }).h_on_device);
             for pin in if pins { vec![false, true] } else { vec![false] } {
-                small.set_pin_host(pin);
+                small.retune(variant(|t| t.pin_host = pin));
                 let (chunked, _) = small.h_msm(a.clone(), b.clone(), c.clone(), hb).unwrap();
-                assert_eq!(small.last_h_step(), HStep::Lean, "3n elements cannot hold the device path's 4n");
-                assert_eq!(small.last_h_split().step.pin > Duration::ZERO, pin && pins, "len {len}: lean path pinned");
+                assert_eq!(small.last_report().h_step, HStep::Lean, "3n elements cannot hold the device path's 4n");
+                assert_eq!(small.last_report().h_split.step.pin > Duration::ZERO, pin && pins, "len {len}: lean path pinned");
                 assert_eq!(chunked, want, "lean path under a small budget, len {len}, pinned {pin}");
                 assert_eq!(small.arena_counters().in_use, 0);
             }
@@ -622,16 +664,23 @@ fn wide_windows_match_cpu() {
     let hb = &bases[..n - 1];
     let (h_want, _) = CpuBackend.h_msm(a.clone(), b.clone(), c.clone(), hb).unwrap();
     for w in 17..=22u32 {
-        gpu.set_msm_window(Some(w));
+        gpu.retune(variant(|t| t.msm_window = Some(w)));
         let got = gpu.msm_g1(&bases[..n - 3], Selection::All, &scalars);
         let h_got = gpu.h_msm(a.clone(), b.clone(), c.clone(), hb);
-        gpu.set_msm_window(None);
+        gpu.retune(GpuTuning::default());
         assert_eq!(got.unwrap(), want, "MSM at window {w} differs from the CPU backend");
-        assert_eq!(gpu.last_h_step(), HStep::Device);
+        assert_eq!(gpu.last_report().h_step, HStep::Device);
         assert_eq!(h_got.unwrap().0, h_want, "H MSM from the device at window {w} differs");
         assert_arena_empty(gpu);
     }
     say("wide windows 17..22: MSM and H MSM equal to the CPU backend");
+}
+
+/// The default tuning with `f` applied: one variant for [`GpuBackend::retune`].
+fn variant(f: impl FnOnce(&mut GpuTuning)) -> GpuTuning {
+    let mut t = GpuTuning::default();
+    f(&mut t);
+    t
 }
 
 /// a, b, c of `len` rows for an H MSM, random with c = a b − 1 (h not an exact quotient);
@@ -660,13 +709,12 @@ fn batch_affine_levels_match_cpu() {
         let hb = &bases[..n - 1];
         let (want, _) = CpuBackend.h_msm(a.clone(), b.clone(), c.clone(), hb).unwrap();
         for (levels, window) in [(1, None), (2, Some(4)), (6, None), (6, Some(4)), (12, Some(5)), (0, None)] {
-            gpu.set_msm_batch_levels(Some(levels));
-            gpu.set_msm_window(window);
+            // At this size too: levels go only to chunks of 2^msm_batch_min_log and more.
+            gpu.retune(variant(|t| (t.msm_batch_levels, t.msm_batch_min_log, t.msm_window) = (levels, 0, window)));
             let got = gpu.h_msm(a.clone(), b.clone(), c.clone(), hb);
-            gpu.set_msm_batch_levels(None);
-            gpu.set_msm_window(None);
-            assert_eq!(gpu.last_h_step(), HStep::Device);
-            assert_eq!(gpu.last_msm_batch_levels(), levels, "{label}: the H MSM took the levels forced");
+            gpu.retune(GpuTuning::default());
+            assert_eq!(gpu.last_report().h_step, HStep::Device);
+            assert_eq!(gpu.last_report().msm.unwrap().batch_levels, levels, "{label}: the H MSM took the levels forced");
             assert_eq!(got.unwrap().0, want, "{label}: {levels} batch-affine levels, window {window:?}");
             assert_arena_empty(gpu);
         }
@@ -674,7 +722,7 @@ fn batch_affine_levels_match_cpu() {
     say("batch-affine levels 0 to 12, windows 4, 5 and 12 bits: H MSM equal to the CPU backend");
 }
 
-/// Bucket keys derived from the scatter's cursors (forced; off by default) give the CPU
+/// Bucket keys derived from the scatter's cursors (the default) and stored (a variant) give the CPU
 /// backend's results: G1 and G2 MSMs from host scalars (random, PoRep-like, all one bucket,
 /// minus one, a size that is not a power of two so that run chunks straddle windows) and the
 /// H MSM over device scalars in one pass, at the default width and at 4 bits (many empty
@@ -691,8 +739,7 @@ fn bucket_keys_derived_and_stored_match_cpu() {
     // levels read).
     for (derive, keys) in [(true, "derived keys"), (false, "stored keys")] {
         for window in [None, Some(4)] {
-            gpu.set_msm_derived_keys(Some(derive));
-            gpu.set_msm_window(window);
+            gpu.retune(variant(|t| (t.msm_derived_keys, t.msm_window) = (derive, window)));
             for (label, scalars) in [
                 ("random", random_scalars(odd, 202)),
                 ("porep-like", porep_scalars(odd, 203)),
@@ -700,19 +747,18 @@ fn bucket_keys_derived_and_stored_match_cpu() {
                 ("minus one", vec![-Scalar::ONE; odd]),
             ] {
                 check_msm(gpu, &format!("{label}, {keys}, window {window:?}"), &bases[..odd], &scalars);
-                assert_eq!(gpu.last_msm_derived_keys(), derive, "{label}: the call's keys were {keys}");
+                assert_eq!(gpu.last_report().msm.unwrap().derived_keys, derive, "{label}: the call's keys were {keys}");
             }
             let s2 = random_scalars(g2.len() - 3, 204);
             check_msm_g2(gpu, &format!("random, {keys}, window {window:?}"), &g2[..s2.len()], &s2);
-            assert_eq!(gpu.last_msm_derived_keys(), derive);
+            assert_eq!(gpu.last_report().msm.unwrap().derived_keys, derive);
             let (a, b, c) = h_inputs(odd, 205);
             let hb = &bases[..n - 1];
             let (want, _) = CpuBackend.h_msm(a.clone(), b.clone(), c.clone(), hb).unwrap();
             let got = gpu.h_msm(a, b, c, hb);
-            let derived = gpu.last_msm_derived_keys();
-            gpu.set_msm_derived_keys(None);
-            gpu.set_msm_window(None);
-            assert_eq!(gpu.last_h_step(), HStep::Device);
+            let derived = gpu.last_report().msm.unwrap().derived_keys;
+            gpu.retune(GpuTuning::default());
+            assert_eq!(gpu.last_report().h_step, HStep::Device);
             assert_eq!(derived, derive, "the H MSM's keys were {keys}");
             assert_eq!(got.unwrap().0, want, "H MSM with {keys}, window {window:?}");
             assert_arena_empty(gpu);
@@ -720,14 +766,14 @@ fn bucket_keys_derived_and_stored_match_cpu() {
         // Several chunks, the last one shorter: each chunk's keys come from its own cursors
         // and its own length.
         let small = GpuBackend::open(0, VramBudget::Bytes(16 << 20)).expect("second handle");
-        small.set_msm_derived_keys(Some(derive));
+        small.retune(variant(|t| t.msm_derived_keys = derive));
         let n = (1 << 18) + 5;
         assert!(small.plan_msm_g1(n).unwrap().chunks > 2, "{:?}", small.plan_msm_g1(n));
         let bases = random_bases(n, 207);
         for (label, scalars) in [("random", random_scalars(n, 208)), ("porep-like", porep_scalars(n, 209))] {
             let want = CpuBackend.msm_g1(&bases, Selection::All, &scalars).unwrap();
             assert_eq!(small.msm_g1(&bases, Selection::All, &scalars).unwrap(), want, "chunked {label}, {keys}");
-            assert_eq!(small.last_msm_derived_keys(), derive);
+            assert_eq!(small.last_report().msm.unwrap().derived_keys, derive);
         }
     }
     say("bucket keys derived and stored: G1 (4 scalar kinds), G2 and H MSMs at the default width and 4 bits, and G1 in chunks of a 16 MiB arena, equal to the CPU backend");

@@ -56,6 +56,7 @@ impl Faulty<'_> {
 }
 
 impl Backend for Faulty<'_> {
+    cuzk_groth16::h_msm_on_host!();
     fn name(&self) -> &'static str {
         "gpu-faulty"
     }

@@ -5,15 +5,23 @@
 //!   `gpu_equivalence::batch_affine_levels_match_cpu` checks them on the device);
 //! - the random parameter points (kernels/random.cuh) against
 //!   `cuzk_groth16::shape::random_points` (on the device:
-//!   `gpu_equivalence::random_points_on_the_device_equal_the_hosts`).
+//!   `gpu_equivalence::random_points_on_the_device_equal_the_hosts`);
+//! - the constraint evaluation (kernels/eval.cuh) against
+//!   `cuzk_groth16::compiled::CompiledCircuit::evaluate_checked`.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use blstrs::{G1Projective, G2Projective};
+use bellperson::{Circuit, ConstraintSystem, SynthesisError, Variable};
+use blstrs::{G1Projective, G2Projective, Scalar};
+use cuzk_groth16::compiled::{compile, CompiledCircuit};
 use cuzk_groth16::points::{point_bytes as bytes, PlainPoint};
 use cuzk_groth16::shape::{random_points, run_seeds, RUN_LOG};
+use cuzk_groth16::testing::SyntheticCircuit;
+use ff::Field;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
 
 /// Builds kernels/host/`name`.cpp into `dir`.
 fn build(name: &str, dir: &Path) -> PathBuf {
@@ -70,4 +78,271 @@ fn random_point_kernels_make_the_hosts_points() {
     let want = random_points::<G2Projective>(n2, 11, 6);
     let got = kernel_points(&bin, 2, n2, &run_seeds::<G2Projective>(n2, 11, 6));
     assert!(got == bytes(&want), "G2 points differ from the host's");
+}
+
+/// The bytes of scalars as they lie in memory (Montgomery form), which is what the kernel reads
+/// and writes; `to_bytes_le` would convert them out of Montgomery form.
+fn scalar_bytes(v: &[Scalar]) -> &[u8] {
+    // SAFETY: a blstrs Scalar is blst_fr, four u64 limbs with no padding; reading its bytes.
+    unsafe { std::slice::from_raw_parts(v.as_ptr().cast::<u8>(), std::mem::size_of_val(v)) }
+}
+
+/// eval_check's input for `compiled` at `z`: the counts, each matrix's row starts (as u32, as the
+/// device holds them), terms, columns and coefficient ids, then the dictionary and z.
+fn eval_input(compiled: &CompiledCircuit, z: &[Scalar]) -> Vec<u8> {
+    let (parts, dictionary) = compiled.parts();
+    let rows = compiled.num_constraints() as u64;
+    let mut input: Vec<u8> =
+        [rows, z.len() as u64, dictionary.len() as u64].iter().flat_map(|x| x.to_le_bytes()).collect();
+    for m in parts {
+        assert_eq!(m.start.len() as u64, rows + 1);
+        for &s in m.start {
+            input.extend_from_slice(&u32::try_from(s).expect("terms fit u32 row starts").to_le_bytes());
+        }
+        input.extend_from_slice(&(m.cols.len() as u64).to_le_bytes());
+        input.extend(m.cols.iter().flat_map(|c| c.to_le_bytes()));
+        input.extend(m.coeffs.iter().flat_map(|c| c.to_le_bytes()));
+    }
+    input.extend_from_slice(scalar_bytes(dictionary));
+    input.extend_from_slice(scalar_bytes(z));
+    input
+}
+
+/// Runs eval_check on `input`: its stdout, or its stderr when it refused the input.
+fn run_eval_check(bin: &Path, input: &[u8]) -> Result<Vec<u8>, String> {
+    let mut child =
+        Command::new(bin).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    // The tool exits without reading the rest of a malformed input, so a failed write is
+    // expected then; its exit status says which case this is.
+    let mut stdin = child.stdin.take().unwrap();
+    let written = stdin.write_all(input);
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    if !out.status.success() {
+        return Err(String::from_utf8_lossy(&out.stderr).into_owned());
+    }
+    written.unwrap();
+    Ok(out.stdout)
+}
+
+/// The kernel's a, b and c for `compiled` at z = `inputs` ++ `aux` equal evaluate_checked's,
+/// byte for byte, and so does its first unsatisfied row. Returns that row.
+fn check_evaluation(
+    bin: &Path,
+    what: &str,
+    compiled: &CompiledCircuit,
+    inputs: &[Scalar],
+    aux: &[Scalar],
+) -> Option<usize> {
+    let (want, want_bad) = compiled.evaluate_checked(inputs, aux);
+    let z: Vec<Scalar> = inputs.iter().chain(aux).copied().collect();
+    let out =
+        run_eval_check(bin, &eval_input(compiled, &z)).unwrap_or_else(|e| panic!("{what}: eval_check failed: {e}"));
+    let rows = compiled.num_constraints();
+    assert_eq!(out.len(), 3 * rows * 32 + 4, "{what}: output length");
+    for (k, name) in ["a", "b", "c"].iter().enumerate() {
+        let got = &out[k * rows * 32..(k + 1) * rows * 32];
+        let want = scalar_bytes(&want[k]);
+        assert_eq!(want.len(), got.len(), "{what}: {name} length");
+        if let Some(i) = (0..rows).find(|&i| got[i * 32..(i + 1) * 32] != want[i * 32..(i + 1) * 32]) {
+            panic!("{what}: {name}[{i}] of {rows} differs from the CPU's");
+        }
+    }
+    let got_bad = u32::from_le_bytes(out[3 * rows * 32..].try_into().unwrap());
+    let want_code = want_bad.map_or(u32::MAX, |r| u32::try_from(r).unwrap());
+    assert_eq!(got_bad, want_code, "{what}: first unsatisfied row (u32::MAX: none)");
+    want_bad
+}
+
+/// One term of a linear combination: variable, coefficient, and the variable's value.
+type Term = (Variable, Scalar, Scalar);
+
+fn lc_value(terms: &[Term]) -> Scalar {
+    terms.iter().map(|&(_, k, v)| k * v).sum()
+}
+
+/// A circuit with every kind of term a compiled matrix holds: coefficients +1 and -1 (the
+/// kernel's own paths), small constants 2 and 5 and general field elements (dictionary
+/// entries), rows with no terms in A, B or C or all three, a variable repeated in one linear
+/// combination (bellpepper merges it into one term of the summed coefficient, or none where
+/// the coefficients cancel), inputs and aux, and values 0 and 1 (the CPU's shortcuts) among
+/// random ones. `constraints` of its own, plus one per input (ONE included) that the
+/// recording appends. Satisfied at its own assignment.
+struct EveryTerm {
+    constraints: usize,
+    seed: u64,
+}
+
+/// `n` terms over random variables of `vars`, coefficients by `coeff(at + t)`.
+fn pick(
+    vars: &[(Variable, Scalar)],
+    n: usize,
+    at: usize,
+    coeff: &impl Fn(usize) -> Scalar,
+    rng: &mut ChaCha8Rng,
+) -> Vec<Term> {
+    (0..n)
+        .map(|t| {
+            let (var, v) = vars[rng.gen_range(0..vars.len())];
+            (var, coeff(at + t), v)
+        })
+        .collect()
+}
+
+impl Circuit<Scalar> for EveryTerm {
+    fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
+        let mut rng = ChaCha8Rng::seed_from_u64(self.seed);
+        let mut vars: Vec<(Variable, Scalar)> = vec![(CS::one(), Scalar::ONE)];
+        for i in 0..3 {
+            let v = Scalar::random(&mut rng);
+            vars.push((cs.alloc_input(|| format!("in{i}"), || Ok(v))?, v));
+        }
+        let inputs = vars.len();
+        for i in 0..40 {
+            let v = match i % 4 {
+                0 => Scalar::ZERO,
+                1 => Scalar::ONE,
+                _ => Scalar::random(&mut rng),
+            };
+            vars.push((cs.alloc(|| format!("pool{i}"), || Ok(v))?, v));
+        }
+        // General coefficients: small multiples of one random-looking element, so that the
+        // dictionary holds many distinct ones.
+        let big = Scalar::random(&mut rng);
+        let coeff = |k: usize| match k % 5 {
+            0 => Scalar::ONE,
+            1 => -Scalar::ONE,
+            2 => Scalar::from(2),
+            3 => Scalar::from(5),
+            _ => Scalar::from(k as u64 % 97 + 3) * big,
+        };
+        for row in 0..self.constraints {
+            let (a, b, c_rest): (Vec<Term>, Vec<Term>, Vec<Term>) = match row % 8 {
+                // No terms in A and C: 0 * b = 0.
+                0 => {
+                    let b = pick(&vars, 3, row, &coeff, &mut rng);
+                    enforce(cs, row, &[], &b, &[]);
+                    continue;
+                }
+                // No terms in B and C: a * 0 = 0.
+                1 => {
+                    let a = pick(&vars, 2, row, &coeff, &mut rng);
+                    enforce(cs, row, &a, &[], &[]);
+                    continue;
+                }
+                // No terms anywhere.
+                2 => {
+                    enforce(cs, row, &[], &[], &[]);
+                    continue;
+                }
+                // Repeated variables: x twice (2x + 5x = 7x) and y cancelling out (y - y), in
+                // A; x again in B.
+                3 => {
+                    let (x, xv) = vars[rng.gen_range(0..vars.len())];
+                    let (y, yv) = vars[rng.gen_range(0..vars.len())];
+                    let mut a = pick(&vars, 1, row, &coeff, &mut rng);
+                    a.extend([
+                        (x, Scalar::from(2), xv),
+                        (y, Scalar::ONE, yv),
+                        (x, Scalar::from(5), xv),
+                        (y, -Scalar::ONE, yv),
+                    ]);
+                    let mut b = pick(&vars, 2, row + 1, &coeff, &mut rng);
+                    b.push((x, coeff(row), xv));
+                    (a, b, vec![])
+                }
+                // Inputs only in A (with -1), the constant ONE times 5 in B, an input in C.
+                4 => {
+                    let (i, iv) = vars[rng.gen_range(1..inputs)];
+                    let (j, jv) = vars[rng.gen_range(1..inputs)];
+                    (
+                        vec![(i, -Scalar::ONE, iv)],
+                        vec![(CS::one(), Scalar::from(5), Scalar::ONE)],
+                        vec![(j, coeff(row), jv)],
+                    )
+                }
+                _ => {
+                    let a = pick(&vars, rng.gen_range(1..=5), row, &coeff, &mut rng);
+                    let b = pick(&vars, rng.gen_range(1..=4), row + 2, &coeff, &mut rng);
+                    let c = pick(&vars, rng.gen_range(0..=2), row + 3, &coeff, &mut rng);
+                    (a, b, c)
+                }
+            };
+            // C = k w + the other terms, with w chosen so that a * b = c.
+            let k = coeff(row + 1);
+            let wv = (lc_value(&a) * lc_value(&b) - lc_value(&c_rest)) * k.invert().unwrap();
+            let w = cs.alloc(|| format!("w{row}"), || Ok(wv))?;
+            let mut c = c_rest;
+            c.push((w, k, wv));
+            enforce(cs, row, &a, &b, &c);
+            vars.push((w, wv));
+        }
+        Ok(())
+    }
+}
+
+fn enforce<CS: ConstraintSystem<Scalar>>(cs: &mut CS, row: usize, a: &[Term], b: &[Term], c: &[Term]) {
+    let lc = |terms: &[Term]| {
+        let terms = terms.to_vec();
+        move |lc: bellperson::LinearCombination<Scalar>| terms.iter().fold(lc, |lc, &(var, k, _)| lc + (k, var))
+    };
+    cs.enforce(|| format!("row{row}"), lc(a), lc(b), lc(c));
+}
+
+/// The constraint evaluation kernel (eval.cuh) on the host against
+/// `CompiledCircuit::evaluate_checked`: a, b and c byte for byte and the first unsatisfied
+/// row, for circuits at their own assignments (satisfied), with one aux value changed, and
+/// for the perturbed recording (B replaced by A); and malformed input refused.
+#[test]
+fn constraint_evaluation_kernel_equals_the_cpu_on_the_host() {
+    let dir = tempfile::tempdir().unwrap();
+    let bin = build("eval_check", dir.path());
+    let synthetic = |constraints: usize, seed: u64| SyntheticCircuit {
+        constraints,
+        inputs: (0..3).map(|i| Scalar::from(seed * 10 + i)).collect(),
+        seed,
+    };
+    // 1037 rows of its own and 4 input rows (not a multiple of the 64-thread block), 60 + 4
+    // (exactly one block) and 5 + 4 (less than one).
+    let circuits: Vec<(String, _)> = vec![
+        ("every term, 1037".to_string(), compile(EveryTerm { constraints: 1037, seed: 1 }).unwrap()),
+        ("every term, 60".to_string(), compile(EveryTerm { constraints: 60, seed: 2 }).unwrap()),
+        ("every term, 5".to_string(), compile(EveryTerm { constraints: 5, seed: 3 }).unwrap()),
+        ("synthetic, 5000".to_string(), compile(synthetic(5000, 4)).unwrap()),
+    ];
+    for (what, (witness, compiled)) in &circuits {
+        let (inputs, aux) = (&witness.input_assignment, &witness.aux_assignment);
+        let ok = check_evaluation(&bin, what, compiled, inputs, aux);
+        assert_eq!(ok, None, "{what}: satisfied at its own assignment");
+
+        // One aux value that a middle row's C reads (the first such row from the middle on,
+        // or else from the start), changed: that row, or an earlier one reading the same
+        // value, is the first unsatisfied.
+        let rows = compiled.num_constraints();
+        let (parts, _) = compiled.parts();
+        let c = parts[2];
+        let (mid, col) = (rows / 2..rows)
+            .chain(0..rows / 2)
+            .find_map(|r| {
+                let terms = c.start[r] as usize..c.start[r + 1] as usize;
+                c.cols[terms].iter().find(|&&col| col as usize >= compiled.num_inputs).map(|&col| (r, col as usize))
+            })
+            .unwrap_or_else(|| panic!("{what}: no row whose C reads aux"));
+        let mut changed = aux.clone();
+        changed[col - compiled.num_inputs] += Scalar::ONE;
+        let bad = check_evaluation(&bin, &format!("{what}, aux changed"), compiled, inputs, &changed);
+        assert!(bad.is_some_and(|r| r <= mid), "{what}: row {mid} reads the changed value, first bad {bad:?}");
+
+        let bad = check_evaluation(&bin, &format!("{what}, perturbed"), &compiled.perturbed(), inputs, aux);
+        assert!(bad.is_some(), "{what}: a * a = c fails somewhere");
+    }
+
+    // Malformed input is refused, not read out of bounds: short, and columns past z.
+    let (witness, compiled) = &circuits[0].1;
+    let z: Vec<Scalar> = witness.input_assignment.iter().chain(&witness.aux_assignment).copied().collect();
+    let input = eval_input(compiled, &z);
+    let short = run_eval_check(&bin, &input[..input.len() - 1]);
+    assert!(short.as_ref().is_err_and(|e| e.contains("short input")), "{short:?}");
+    let outside = run_eval_check(&bin, &eval_input(compiled, &z[..1]));
+    assert!(outside.as_ref().is_err_and(|e| e.contains("reads column")), "{outside:?}");
 }

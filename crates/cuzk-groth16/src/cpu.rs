@@ -6,8 +6,9 @@ use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use ff::{Field, PrimeField};
 use rayon::prelude::*;
 
+use crate::domain::vanishing_inverse_on_coset;
 use crate::backend::{
-    check_msm_args, check_quotient_args, ntt_log_size, vanishing_inverse_on_coset, Backend,
+    check_msm_args, check_quotient_args, ntt_log_size, Backend,
     BackendError, NttDirection, Scaling, Selection,
 };
 
@@ -16,6 +17,7 @@ use crate::backend::{
 pub struct CpuBackend;
 
 impl Backend for CpuBackend {
+    crate::h_msm_on_host!();
     fn name(&self) -> &'static str {
         "cpu"
     }
@@ -361,7 +363,7 @@ fn sum<B: BlstGroup>(bases: &[B::Affine], selection: Selection<'_>) -> Result<B:
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::backend::{coset_generator, root_of_unity};
+    use crate::domain::{coset_generator, root_of_unity};
     use group::{prime::PrimeCurveAffine, Curve, Group};
     use rand::SeedableRng;
     use rand_chacha::ChaCha20Rng;

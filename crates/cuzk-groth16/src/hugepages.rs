@@ -9,24 +9,24 @@
 //! ([`kernel_setting`]: `always` and `madvise` do, `never` ignores the advice); nothing
 //! depends on it but speed.
 //!
-//! On by default; `CUZK_HUGE_PAGES=0` turns the advice off (and [`set_enabled`], for benches
-//! that compare both in one run).
+//! On by default. The process's owner sets it once ([`set_enabled`]: cuzkd from its
+//! `[synthesis] huge_pages` key; benches that compare both settings in one run).
 
-use crate::switch::Switch;
+use std::sync::atomic::{AtomicBool, Ordering};
 
-static HUGE_PAGES: Switch = Switch::new("CUZK_HUGE_PAGES");
+static HUGE_PAGES: AtomicBool = AtomicBool::new(true);
 
 /// The size of a transparent huge page on x86-64 and most arm64 kernels.
 const HUGE_PAGE: usize = 2 << 20;
 
 /// Whether large vectors are advised onto huge pages.
 pub fn enabled() -> bool {
-    HUGE_PAGES.on()
+    HUGE_PAGES.load(Ordering::Relaxed)
 }
 
 /// Turns the advice on or off for vectors allocated from now on.
 pub fn set_enabled(on: bool) {
-    HUGE_PAGES.set(on)
+    HUGE_PAGES.store(on, Ordering::Relaxed)
 }
 
 /// The kernel's transparent huge page mode (the bracketed word of
@@ -59,7 +59,7 @@ pub fn vec_with_capacity<T>(n: usize) -> Vec<T> {
 /// --example grow_bench`), padding a 32 GiB partition's a that way took 2.9 s (19.5 s with
 /// tests running beside it), against 14 ms within the capacity (bench/NOTES.md).
 pub fn domain_capacity(len: usize) -> usize {
-    crate::backend::domain_size(len)
+    crate::domain::domain_size(len)
 }
 
 /// `v` extended with `zero` to `n` elements. Within its capacity in place; past it, into a

@@ -9,48 +9,32 @@
 
 use std::sync::Mutex;
 
-/// A rayon pool sized by an environment variable, read at each call (a measurement switch
-/// that a bench may change between calls): `0` is rayon's global pool, a count is a pool of
-/// that many threads of its own (built at its first use and kept: each count once), unset
-/// is the machine's default (0 again meaning the global pool).
+/// Rayon pools of their own for one purpose, by thread count: `0` is rayon's global pool, a
+/// count is a pool of that many threads of its own (built at its first use and kept: each
+/// count once, so a bench may compare counts in one run). The count comes from the caller's
+/// tuning (`ProverTuning::split_threads`, cuzk-gpu's copy threads), never from the
+/// environment.
 pub struct SidePool {
-    var: &'static str,
     name: &'static str,
-    /// Threads for a machine of this many cores, when the variable is unset (0: the
-    /// global pool).
-    default_threads: fn(usize) -> usize,
     /// The pools built so far, by thread count (leaked: they live as long as the process).
     pools: Mutex<Vec<&'static rayon::ThreadPool>>,
-    /// The thread count of the last call (0: the global pool).
-    last: std::sync::atomic::AtomicUsize,
 }
 
 impl SidePool {
-    pub const fn new(var: &'static str, name: &'static str, default_threads: fn(usize) -> usize) -> SidePool {
-        SidePool {
-            var,
-            name,
-            default_threads,
-            pools: Mutex::new(Vec::new()),
-            last: std::sync::atomic::AtomicUsize::new(0),
-        }
+    pub const fn new(name: &'static str) -> SidePool {
+        SidePool { name, pools: Mutex::new(Vec::new()) }
     }
 
-    /// Runs `f` in this pool (its parallel iterators use the pool's threads), or in the
-    /// global pool when switched off or when no pool could be built.
-    pub fn install<R: Send>(&self, f: impl FnOnce() -> R + Send) -> R {
-        match self.get() {
+    /// Runs `f` in this purpose's pool of `threads` threads (its parallel iterators use the
+    /// pool's threads), or in the global pool when `threads` is 0 or no pool could be built.
+    pub fn install<R: Send>(&self, threads: usize, f: impl FnOnce() -> R + Send) -> R {
+        match self.get(threads) {
             Some(pool) => pool.install(f),
             None => f(),
         }
     }
 
-    fn get(&self) -> Option<&'static rayon::ThreadPool> {
-        let threads = match std::env::var(self.var).ok().and_then(|v| v.trim().parse::<usize>().ok()) {
-            Some(t) => t,
-            None => (self.default_threads)(std::thread::available_parallelism().map_or(4, |n| n.get())),
-        };
-        self.last.store(threads, std::sync::atomic::Ordering::Relaxed);
+    fn get(&self, threads: usize) -> Option<&'static rayon::ThreadPool> {
         if threads == 0 {
             return None;
         }
@@ -68,47 +52,37 @@ impl SidePool {
         pools.push(pool);
         Some(pool)
     }
+}
 
-    /// Threads of the pool the last call ran in (None: the global pool, or no call yet).
-    pub fn threads(&self) -> Option<usize> {
-        match self.last.load(std::sync::atomic::Ordering::Relaxed) {
-            0 => None,
-            t => Some(t),
-        }
-    }
+/// The machine's logical cores (4 when it cannot be read).
+pub fn cores() -> usize {
+    std::thread::available_parallelism().map_or(4, |n| n.get())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    static POOL: SidePool = SidePool::new("CUZK_TEST_SIDE_POOL_THREADS", "cuzk-test-side", |_| 3);
+    static POOL: SidePool = SidePool::new("cuzk-test-side");
 
-    /// Work installed in the pool runs on its own threads (named after it), 3 of them
-    /// unless the variable says otherwise, and a changed count takes effect at the next
-    /// call; switched off, it runs on the global pool.
+    /// Work installed in the pool runs on its own threads (named after it and the count),
+    /// a changed count takes effect at the next call, and 0 runs on the global pool.
     #[test]
     fn installed_work_runs_on_the_pools_own_threads() {
         use rayon::prelude::*;
-        let names = || -> Vec<String> {
-            POOL.install(|| {
+        let names = |threads| -> Vec<String> {
+            POOL.install(threads, || {
                 (0..64)
                     .into_par_iter()
                     .map(|_| std::thread::current().name().unwrap_or("").to_string())
                     .collect()
             })
         };
-        let first = names();
+        let first = names(3);
         assert!(first.iter().all(|n| n.starts_with("cuzk-test-side-3-")), "{first:?}");
-        assert_eq!(POOL.threads(), Some(3));
-        std::env::set_var("CUZK_TEST_SIDE_POOL_THREADS", "2");
-        let second = names();
+        let second = names(2);
         assert!(second.iter().all(|n| n.starts_with("cuzk-test-side-2-")), "{second:?}");
-        assert_eq!(POOL.threads(), Some(2));
-        std::env::set_var("CUZK_TEST_SIDE_POOL_THREADS", "0");
-        let inside = POOL.install(rayon::current_thread_index);
-        std::env::remove_var("CUZK_TEST_SIDE_POOL_THREADS");
-        assert_eq!(inside, None, "switched off, the work ran inside a pool");
-        assert_eq!(POOL.threads(), None);
+        let inside = POOL.install(0, rayon::current_thread_index);
+        assert_eq!(inside, None, "with 0 threads, the work ran inside a pool of its own");
     }
 }

@@ -17,10 +17,9 @@ use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use ff::Field;
 use group::{prime::PrimeCurveAffine, Curve};
 
-use crate::backend::{Backend, BackendError, NttDirection, Selection};
-use crate::pools::SidePool;
+use crate::backend::{Backend, BackendError, HOutcome, Selection};
+use crate::pools::{cores, SidePool};
 use crate::release::{drop_in_background, Garbage};
-use crate::switch::knob;
 use crate::proof::Proof;
 use crate::srs::{Srs, SrsShape};
 use crate::witness::{Density, PartitionWitness};
@@ -43,6 +42,8 @@ pub enum ProveError {
     MalformedWitness(String),
     #[error("parameters {0} have delta at infinity (subverted or corrupt parameters)")]
     IdentityDelta(String),
+    #[error("constraint {constraint} is not satisfied (a * b != c): the inputs do not belong together")]
+    Unsatisfied { constraint: usize },
     #[error(transparent)]
     Backend(#[from] BackendError),
 }
@@ -287,7 +288,7 @@ impl SplitScalars {
 
 /// The shape a witness needs its parameters to have.
 pub fn required_shape(w: &PartitionWitness) -> SrsShape {
-    let n = crate::backend::domain_size(w.num_constraints());
+    let n = crate::domain::domain_size(w.num_constraints());
     SrsShape {
         ic: w.input_assignment.len(),
         h: n - 1,
@@ -299,12 +300,19 @@ pub fn required_shape(w: &PartitionWitness) -> SrsShape {
 }
 
 /// The witness's own lengths agree: a, b and c one value per constraint, each density one
-/// bit per value it selects from.
+/// bit per value it selects from; a deferred witness holds no a, b and c, and its
+/// assignment has its circuit's counts.
 fn check_witness(w: &PartitionWitness) -> Result<(), ProveError> {
     let (n, inputs, aux) = (w.a.len(), w.input_assignment.len(), w.aux_assignment.len());
+    let (want_inputs, want_aux) = match &w.deferred {
+        Some(d) => (d.circuit.num_inputs(), d.circuit.num_aux()),
+        None => (inputs, aux),
+    };
     let lengths = [
         ("b", w.b.len(), n),
         ("c", w.c.len(), n),
+        ("input_assignment", inputs, want_inputs),
+        ("aux_assignment", aux, want_aux),
         ("b_input_density", w.b_input_density.len(), inputs),
         ("a_aux_density", w.a_aux_density.len(), aux),
         ("b_aux_density", w.b_aux_density.len(), aux),
@@ -313,6 +321,9 @@ fn check_witness(w: &PartitionWitness) -> Result<(), ProveError> {
         if found != expected {
             return Err(ProveError::MalformedWitness(format!("{what} has {found} entries, expected {expected}")));
         }
+    }
+    if w.deferred.is_some() && n != 0 {
+        return Err(ProveError::MalformedWitness(format!("a deferred witness holds {n} values of a, b and c, expected none")));
     }
     Ok(())
 }
@@ -348,56 +359,34 @@ fn timed<T>(slot: &mut Duration, f: impl FnOnce() -> T) -> T {
     r
 }
 
-/// The coefficients of h (n - 1 of them), consuming the witness's a, b, c.
-pub fn compute_h<B: Backend + ?Sized>(
-    be: &B,
-    mut a: Vec<Scalar>,
-    mut b: Vec<Scalar>,
-    mut c: Vec<Scalar>,
-) -> Result<Vec<Scalar>, BackendError> {
-    let n = crate::backend::domain_size(a.len());
-    for v in [&mut a, &mut b, &mut c] {
-        crate::hugepages::grow_zeroed(v, n, Scalar::ZERO);
-        be.ntt(v, NttDirection::Inverse)?;
-        be.ntt(v, NttDirection::CosetForward)?;
+/// How the prover uses the host: what an operator may set (cuzkd's `[prover]` section) and
+/// benches compare. `Default` is what was measured best.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ProverTuning {
+    /// Threads of the pool that splits the scalars beside the H step ([`crate::pools`]):
+    /// `None` is a quarter of the cores, at least 2 (the H200, 2026-12-03: a 2^27 H step's
+    /// upload took 0.27 s beside a split on its own pool, 0.78 s beside one on the global
+    /// pool; bench/NOTES.md); `Some(0)` splits on rayon's global pool. The split has the
+    /// whole H step and H MSM to finish in.
+    pub split_threads: Option<usize>,
+}
+
+impl ProverTuning {
+    /// The split pool's thread count on this machine (0: rayon's global pool).
+    pub fn split_pool_threads(&self) -> usize {
+        self.split_threads.unwrap_or_else(|| (cores() / 4).max(2))
     }
-    be.coset_quotient(&mut a, &b, &c)?;
-    drop_in_background((b, c));
-    be.ntt(&mut a, NttDirection::CosetInverse)?;
-    a.truncate(n - 1);
-    Ok(a)
 }
 
-/// What [`Backend::h_msm`] means, through the backend's own NTT, quotient and MSM (h on the
-/// host between them): the default, and the fallback of backends that keep h elsewhere.
-pub fn h_msm_via_host<B: Backend + ?Sized>(
-    be: &B,
-    a: Vec<Scalar>,
-    b: Vec<Scalar>,
-    c: Vec<Scalar>,
-    h_bases: &[G1Affine],
-) -> Result<(G1Projective, Duration), BackendError> {
-    let t = Instant::now();
-    let h = compute_h(be, a, b, c)?;
-    let h_step = t.elapsed();
-    let acc = be.msm_g1(h_bases, Selection::All, &h)?;
-    drop_in_background(h);
-    Ok((acc, h_step))
-}
+static SPLIT_POOL: SidePool = SidePool::new("cuzk-split");
 
-
-/// The pool that splits the scalars beside the H step: a quarter of the cores (at least 2),
-/// or `CUZK_PROVER_SPLIT_THREADS`; `0` splits on rayon's global pool, as before. The split
-/// has the whole H step and H MSM to finish in, and must not hold up the H step's uploads
-/// (crate::pools).
-static SPLIT_POOL: SidePool = SidePool::new("CUZK_PROVER_SPLIT_THREADS", "cuzk-split", |cores| (cores / 4).max(2));
-
-/// The scalar split alone, as [`prove`] runs it beside the H step (on the split pool,
-/// `CUZK_PROVER_SPLIT_THREADS`): its time, and per query (L, A, B) the count of ones and of
-/// other values. For benches.
-pub fn split_alone(w: &PartitionWitness) -> Result<(Duration, [(usize, usize); 3]), ProveError> {
+/// The scalar split alone, as [`prove_with`] runs it beside the H step (on the split pool of
+/// `tuning`): its time, and per query (L, A, B) the count of ones and of other values. For
+/// benches.
+pub fn split_alone(w: &PartitionWitness, tuning: &ProverTuning) -> Result<(Duration, [(usize, usize); 3]), ProveError> {
     check_witness(w)?;
     let (splits, took) = split_on_pool(
+        tuning,
         &w.input_assignment,
         &w.aux_assignment,
         &w.a_aux_density,
@@ -412,6 +401,7 @@ pub fn split_alone(w: &PartitionWitness) -> Result<(Duration, [(usize, usize); 3
 
 /// The L, A and B splits on the split pool, and the time they took.
 fn split_on_pool(
+    tuning: &ProverTuning,
     input_assignment: &[Scalar],
     aux_assignment: &[Scalar],
     a_aux_density: &Density,
@@ -419,20 +409,32 @@ fn split_on_pool(
     b_aux_density: &Density,
 ) -> ((SplitScalars, SplitScalars, SplitScalars), Duration) {
     let t0 = Instant::now();
-    let splits = SPLIT_POOL.install(|| {
+    let splits = SPLIT_POOL.install(tuning.split_pool_threads(), || {
         SplitScalars::of_witness(input_assignment, aux_assignment, a_aux_density, b_input_density, b_aux_density)
     });
     (splits, t0.elapsed())
 }
 
-/// Proves one partition with blinding `r`, `s`. The witness is consumed (its a, b, c become
-/// h in place).
+/// [`prove_with`] under the default [`ProverTuning`].
 pub fn prove(
     be: &dyn Backend,
     srs: &Srs,
     w: PartitionWitness,
     r: Scalar,
     s: Scalar,
+) -> Result<(Proof, ProveTimings), ProveError> {
+    prove_with(be, srs, w, r, s, &ProverTuning::default())
+}
+
+/// Proves one partition with blinding `r`, `s`. The witness is consumed (its a, b, c become
+/// h in place).
+pub fn prove_with(
+    be: &dyn Backend,
+    srs: &Srs,
+    w: PartitionWitness,
+    r: Scalar,
+    s: Scalar,
+    tuning: &ProverTuning,
 ) -> Result<(Proof, ProveTimings), ProveError> {
     if w.num_constraints() == 0 {
         return Err(ProveError::EmptyCircuit);
@@ -453,26 +455,34 @@ pub fn prove(
         a_aux_density,
         b_input_density,
         b_aux_density,
+        deferred,
     } = w;
 
     // The H step and its MSM on the backend while the CPU splits the other MSMs' scalars.
+    // A deferred witness's a, b and c are evaluated by the backend first.
     let started = Instant::now();
     let split = || {
-        split_on_pool(&input_assignment, &aux_assignment, &a_aux_density, &b_input_density, &b_aux_density)
+        split_on_pool(tuning, &input_assignment, &aux_assignment, &a_aux_density, &b_input_density, &b_aux_density)
     };
-    let (h_result, split_result) = if knob("CUZK_PROVER_SPLIT_BESIDE_H", true) {
-        std::thread::scope(|sc| {
-            let splitter = sc.spawn(split);
-            let h = be.h_msm(a, b, c, &srs.h);
-            let h_done = Instant::now();
-            (h.map(|r| (r, h_done)), splitter.join())
-        })
-    } else {
-        let h = be.h_msm(a, b, c, &srs.h);
+    let (h_result, split_result) = std::thread::scope(|sc| {
+        let splitter = sc.spawn(split);
+        let h = match &deferred {
+            None => be.h_msm(a, b, c, &srs.h).map(|(acc, step)| HOutcome::Done(acc, step)),
+            Some(d) => be.h_msm_compiled(d.circuit.as_ref(), &input_assignment, &aux_assignment, &srs.h, !d.unchecked),
+        };
         let h_done = Instant::now();
-        (h.map(|r| (r, h_done)), Ok(split()))
+        (h.map(|r| (r, h_done)), splitter.join())
+    });
+    let ((h_acc, h_step), h_done) = match h_result? {
+        (HOutcome::Done(acc, step), done) => ((acc, step), done),
+        (HOutcome::Unsatisfied(constraint), _) => {
+            if let Ok(((l, a, b), _)) = split_result {
+                drop_in_background((l, a, b));
+            }
+            drop_in_background((aux_assignment, input_assignment));
+            return Err(ProveError::Unsatisfied { constraint });
+        }
     };
-    let ((h_acc, h_step), h_done) = h_result?;
     let ((l_split, a_split, b_split), split_time) =
         split_result.unwrap_or_else(|panic| std::panic::resume_unwind(panic));
     t.ntt_h = h_step;
@@ -612,14 +622,15 @@ mod tests {
             a_aux_density: Density::from_fn(70, |_| true),
             b_input_density: Density::from_fn(1, |_| true),
             b_aux_density: Density::from_fn(70, |_| true),
+            deferred: None,
         };
-        assert!(split_alone(&w).is_ok());
+        assert!(split_alone(&w, &ProverTuning::default()).is_ok());
         w.b_aux_density = Density::from_fn(64, |_| true);
-        let e = split_alone(&w).unwrap_err().to_string();
+        let e = split_alone(&w, &ProverTuning::default()).unwrap_err().to_string();
         assert_eq!(e, "malformed witness: b_aux_density has 64 entries, expected 70");
         w.b_aux_density = Density::from_fn(70, |_| true);
         w.c.pop();
-        let e = split_alone(&w).unwrap_err().to_string();
+        let e = split_alone(&w, &ProverTuning::default()).unwrap_err().to_string();
         assert_eq!(e, "malformed witness: c has 3 entries, expected 4");
     }
 }

@@ -8,11 +8,8 @@
 //! on a thread of its own, and first gives the pages of large vectors back in slices
 //! (`madvise(MADV_DONTNEED)`, [`SLICE`] bytes per call), so that no one call holds the lock
 //! for long; the unmap that follows finds no pages left.
-//!
-//! Measurement switches, read at each call: `CUZK_PROVER_FREE_BACKGROUND=0` frees on the
-//! caller's thread, `CUZK_FREE_IN_SLICES=0` frees in one piece.
-
-use crate::switch::knob;
+//! Both won their measurement (the H200, 2026-12-03; bench/NOTES.md), so freeing on the
+//! caller's thread and in one piece are gone.
 
 /// Bytes given back per system call.
 pub const SLICE: usize = 64 << 20;
@@ -89,15 +86,9 @@ fn page_size() -> usize {
 /// wait for.
 pub fn drop_in_background<T: Garbage>(mut value: T) {
     let free = move || {
-        if knob("CUZK_FREE_IN_SLICES", true) {
-            value.release_pages();
-        }
+        value.release_pages();
         drop(value)
     };
-    if !knob("CUZK_PROVER_FREE_BACKGROUND", true) {
-        free();
-        return;
-    }
     if std::thread::Builder::new().name("cuzk-free".into()).spawn(free).is_err() {
         // No thread to be had: freed here (the value was moved into the failed closure and
         // dropped with it, in one piece).

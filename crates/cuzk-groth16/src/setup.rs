@@ -34,7 +34,7 @@ use rayon::prelude::*;
 
 use crate::compiled::{record_structure, CompiledCircuit};
 use crate::progress::Progress;
-use crate::shape::BatchAffine;
+use crate::affine::BatchAffine;
 use crate::srs::{Srs, VerifyingKey};
 
 /// The secrets of a Groth16 setup: two generators and five field elements. Whoever holds
@@ -340,7 +340,7 @@ pub fn generate(circuit: &CompiledCircuit, waste: &ToxicWaste, progress: &dyn Pr
     if zt.is_zero_vartime() {
         return Err(SetupError::TauInDomain { domain: m });
     }
-    let omega = crate::backend::root_of_unity(log);
+    let omega = crate::domain::root_of_unity(log);
 
     progress.stage("QAP at tau", 2);
     let lagrange = lagrange_at(n, m, omega, tau, zt);
@@ -518,7 +518,7 @@ mod tests {
         // sum_i L_i(x) = 1 and sum_i w^i L_i(x) = x for any x outside the domain.
         let log = 5;
         let m = 1usize << log;
-        let omega = crate::backend::root_of_unity(log);
+        let omega = crate::domain::root_of_unity(log);
         let tau = Scalar::from(12345u64);
         let l = lagrange_at(m, m, omega, tau, tau.pow_vartime([m as u64]) - Scalar::ONE);
         assert_eq!(l.iter().sum::<Scalar>(), Scalar::ONE);

@@ -8,12 +8,13 @@
 
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use ff::Field;
-use group::{prime::PrimeCurveAffine, Curve, Group};
+use group::{Curve, Group};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 use rayon::prelude::*;
 use std::path::PathBuf;
 
+pub use crate::affine::BatchAffine;
 use crate::srs::{Srs, SrsShape, VerifyingKey};
 use crate::witness::{Density, PartitionWitness};
 
@@ -217,42 +218,10 @@ pub fn shape_witness(shape: &PartitionShape, mix: &WitnessMix, seed: u64) -> Par
         a_aux_density: Density::from_fn(shape.aux, |i| coin(seed ^ 0xa, i, shape.a_aux_density)),
         b_input_density: Density::from_fn(shape.inputs, |_| true),
         b_aux_density: Density::from_fn(shape.aux, |i| coin(seed ^ 0xb, i, shape.b_aux_density)),
+        deferred: None,
     }
 }
 
-/// Projective to affine for a whole slice at once (blst's batch inversion: one field
-/// inversion per call instead of one per point).
-pub trait BatchAffine: Group + Send + Sync {
-    type Affine: Copy + Send + Sync;
-    fn identity_affine() -> Self::Affine;
-    /// `p + a` (a mixed addition).
-    fn add_affine(p: &Self, a: &Self::Affine) -> Self;
-    fn to_affine_batch(points: &[Self], out: &mut [Self::Affine]);
-}
-
-macro_rules! batch_affine {
-    ($proj:ty, $aff:ty, $raw:ty, $raw_aff:ty, $f:ident) => {
-        impl BatchAffine for $proj {
-            type Affine = $aff;
-            fn identity_affine() -> $aff {
-                <$aff>::identity()
-            }
-            fn add_affine(p: &$proj, a: &$aff) -> $proj {
-                p + a
-            }
-            fn to_affine_batch(points: &[$proj], out: &mut [$aff]) {
-                assert_eq!(points.len(), out.len());
-                let ptrs: Vec<*const $raw> =
-                    points.iter().map(|p| (p as *const $proj).cast::<$raw>()).collect();
-                // SAFETY: blstrs' point types are repr(transparent) over blst's; `out`
-                // holds one affine point per input.
-                unsafe { blst::$f(out.as_mut_ptr().cast::<$raw_aff>(), ptrs.as_ptr(), ptrs.len()) }
-            }
-        }
-    };
-}
-batch_affine!(G1Projective, G1Affine, blst::blst_p1, blst::blst_p1_affine, blst_p1s_to_affine);
-batch_affine!(G2Projective, G2Affine, blst::blst_p2, blst::blst_p2_affine, blst_p2s_to_affine);
 
 /// Points per run of [`random_points`]: each run starts at its own random point and steps
 /// by its own random point.
@@ -551,7 +520,7 @@ mod tests {
         };
         let eval = |p: &[Scalar], x: Scalar| p.iter().rev().fold(Scalar::ZERO, |acc, k| acc * x + k);
         let (pa, pb, pc) = (coeffs(&w.a), coeffs(&w.b), coeffs(&w.c));
-        let h = crate::prover::compute_h(&CpuBackend, w.a, w.b, w.c).unwrap();
+        let h = crate::hstep::compute_h(&CpuBackend, w.a, w.b, w.c).unwrap();
         assert_eq!(h.len(), n - 1);
         let x = Scalar::from(0x1234_5678_9abc_def1u64);
         let z = x.pow_vartime([n as u64]) - Scalar::ONE;
@@ -562,6 +531,7 @@ mod tests {
     /// computes on the CPU.
     struct Holding;
     impl crate::Backend for Holding {
+        crate::h_msm_on_host!();
         fn name(&self) -> &'static str {
             "holding"
         }

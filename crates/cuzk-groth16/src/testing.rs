@@ -163,6 +163,17 @@ impl crate::Backend for FailingBackend {
         self.gate()?;
         self.inner.h_msm(a, b, c, h_bases)
     }
+    fn h_msm_compiled(
+        &self,
+        circuit: &dyn crate::constraints::Constraints,
+        inputs: &[Fr],
+        aux: &[Fr],
+        h_bases: &[blstrs::G1Affine],
+        check: bool,
+    ) -> Result<crate::HOutcome, crate::BackendError> {
+        self.gate()?;
+        self.inner.h_msm_compiled(circuit, inputs, aux, h_bases, check)
+    }
     fn holds_params(&self, srs: &crate::Srs) -> bool {
         self.inner.holds_params(srs)
     }

@@ -17,6 +17,8 @@ use bellpepper_core::{
 use blstrs::Scalar;
 use ff::Field;
 
+use crate::constraints::Constraints;
+
 /// Which variables of one kind (inputs or aux) occur in a query.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Density {
@@ -130,6 +132,36 @@ pub struct PartitionWitness {
     pub a_aux_density: Density,
     pub b_input_density: Density,
     pub b_aux_density: Density,
+    /// Set when a, b and c are not evaluated yet (they are then empty): the prover has the
+    /// backend evaluate them from the compiled circuit and the assignment
+    /// ([`crate::Backend::h_msm_compiled`]; the GPU does it on the device, so that only the
+    /// assignment crosses PCIe), checking a * b = c there. Made by
+    /// the compiled circuit's `deferred_witness`.
+    pub deferred: Option<Deferred>,
+}
+
+/// A deferred witness's circuit ([`PartitionWitness::deferred`]). Two are equal when they
+/// share one circuit.
+#[derive(Clone)]
+pub struct Deferred {
+    pub circuit: std::sync::Arc<dyn Constraints>,
+    /// Evaluated but not checked: **shape-only bench inputs only**, which cannot satisfy
+    /// their circuit (set by `SynthesisPath::CompiledDeferredUnchecked` in cuzk-filecoin);
+    /// every proving path checks.
+    pub unchecked: bool,
+}
+
+impl PartialEq for Deferred {
+    fn eq(&self, other: &Deferred) -> bool {
+        std::sync::Arc::ptr_eq(&self.circuit, &other.circuit) && self.unchecked == other.unchecked
+    }
+}
+
+impl std::fmt::Debug for Deferred {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let c = &self.circuit;
+        write!(f, "Deferred({} constraints, {} inputs, {} aux, unchecked: {})", c.num_constraints(), c.num_inputs(), c.num_aux(), self.unchecked)
+    }
 }
 
 impl PartitionWitness {
@@ -141,13 +173,27 @@ impl PartitionWitness {
     }
 
     pub fn num_constraints(&self) -> usize {
-        self.a.len()
+        self.deferred.as_ref().map_or(self.a.len(), |d| d.circuit.num_constraints())
+    }
+
+    /// Host bytes the witness holds: its vectors (a, b, c, the assignment) and densities,
+    /// not the compiled circuit a deferred witness shares with the others of its circuit.
+    pub fn host_bytes(&self) -> usize {
+        let values = self.a.len() + self.b.len() + self.c.len() + self.input_assignment.len() + self.aux_assignment.len();
+        let bits = self.a_aux_density.len() + self.b_input_density.len() + self.b_aux_density.len();
+        values * 32 + bits / 8
     }
 
     /// The first constraint with a * b != c, if any. A witness that fails here cannot give
-    /// a proof that verifies, so the prover refuses it before the expensive part.
+    /// a proof that verifies, so the prover refuses it before the expensive part. A
+    /// deferred witness is evaluated for it on the host.
     pub fn first_unsatisfied(&self) -> Option<usize> {
         use rayon::prelude::*;
+        if let Some(Deferred { circuit, .. }) = &self.deferred {
+            let ([a, b, c], bad) = circuit.evaluate_checked(&self.input_assignment, &self.aux_assignment);
+            crate::release::drop_in_background((a, b, c));
+            return bad;
+        }
         (0..self.a.len())
             .into_par_iter()
             .find_first(|&i| self.a[i] * self.b[i] != self.c[i])

@@ -221,3 +221,66 @@ fn saved_compiled_circuits_load_equal_and_bad_files_are_refused_with_the_reason(
     assert!(empty.contains("not a compiled circuit"), "{empty}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Deferred witnesses (the assignment only; the backend evaluates a, b and c): synthesized
+/// whole and in parallel parts (written in place, the recording's split), they prove on the
+/// CPU backend to the same bytes as today's full witnesses; parameters of another circuit are
+/// refused by name before any backend call (a backend that fails every call would say so
+/// otherwise); an assignment with one value changed fails with the first unsatisfied row of
+/// today's check, and gives no proof.
+#[test]
+fn deferred_witnesses_prove_as_todays_and_are_checked() {
+    use cuzk_groth16::compiled::{compile_pieces, synthesize_compiled_deferred, synthesize_compiled_pieces_deferred};
+    use cuzk_groth16::setup::{generate, ToxicWaste};
+    use cuzk_groth16::{prove, CpuBackend, ProveError};
+    use rand::SeedableRng;
+    let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(41);
+    let (r, s) = (Scalar::from(17u64), Scalar::from(19u64));
+    let silent = cuzk_groth16::progress::Silent;
+
+    // Whole, at sizes that are not powers of two.
+    for constraints in [10usize, 1037] {
+        let (full, compiled) = compile(synthetic(constraints, 1)).unwrap();
+        let srs = generate(&compiled, &ToxicWaste::random(&mut rng), &silent).unwrap();
+        let compiled = std::sync::Arc::new(compiled);
+        let want = synthesize_compiled(synthetic(constraints, 2), &compiled).unwrap().unwrap().witness;
+        let got = synthesize_compiled_deferred(synthetic(constraints, 2), &compiled).unwrap().unwrap();
+        assert_eq!(got.first_unsatisfied, None);
+        let w = got.witness;
+        assert!(w.a.is_empty() && w.deferred.is_some());
+        assert_eq!((&w.input_assignment, &w.aux_assignment), (&want.input_assignment, &want.aux_assignment));
+        let (today, _) = prove(&CpuBackend, &srs, want, r, s).unwrap();
+        let (deferred, _) = prove(&CpuBackend, &srs, w, r, s).unwrap();
+        assert_eq!(deferred.to_bytes(), today.to_bytes(), "{constraints} constraints");
+
+        // Parameters of another circuit: refused by name, no backend call made.
+        let (_, other) = compile(synthetic(constraints + 64, 1)).unwrap();
+        let other_srs = generate(&other, &ToxicWaste::random(&mut rng), &silent).unwrap();
+        let failing = cuzk_groth16::testing::FailingBackend::new(std::sync::Arc::new(CpuBackend));
+        failing.fail_after(0);
+        let w = compiled.deferred_witness(full.input_assignment.clone(), full.aux_assignment.clone());
+        let e = prove(failing.as_ref(), &other_srs, w, r, s).unwrap_err();
+        assert!(matches!(e, ProveError::ParamsMismatch { .. }) && e.to_string().contains("the circuit needs"), "{e}");
+
+        // One aux value changed: today's first unsatisfied row, and no proof.
+        let mut aux = full.aux_assignment.clone();
+        let at = aux.len() / 2;
+        aux[at] += Scalar::ONE;
+        let want_row = compiled.witness(full.input_assignment.clone(), aux.clone()).first_unsatisfied().expect("changed");
+        let e = prove(&CpuBackend, &srs, compiled.deferred_witness(full.input_assignment.clone(), aux), r, s).unwrap_err();
+        assert!(matches!(e, ProveError::Unsatisfied { constraint } if constraint == want_row), "{e}");
+    }
+
+    // In parallel parts, written in place (the recording's split).
+    let cuts = |seed| vec![Ranged { range: 0..2, seed }, Ranged { range: 2..5, seed }, Ranged { range: 5..7, seed }];
+    let (_, compiled) = compile_pieces(cuts(1), Some("piece_")).unwrap();
+    let srs = generate(&compiled, &ToxicWaste::random(&mut rng), &silent).unwrap();
+    let compiled = std::sync::Arc::new(compiled);
+    let want = PartitionWitness::synthesize(Ranged { range: 0..7, seed: 4 }).unwrap();
+    let got = synthesize_compiled_pieces_deferred(cuts(4), "piece_", &compiled).unwrap().unwrap();
+    assert!(got.timings.in_place, "the recording's split is written in place");
+    assert_eq!((&got.witness.input_assignment, &got.witness.aux_assignment), (&want.input_assignment, &want.aux_assignment));
+    let (today, _) = prove(&CpuBackend, &srs, want, r, s).unwrap();
+    let (deferred, _) = prove(&CpuBackend, &srs, got.witness, r, s).unwrap();
+    assert_eq!(deferred.to_bytes(), today.to_bytes(), "parts in place");
+}

@@ -21,8 +21,52 @@ pub struct Config {
     pub srs: SrsConfig,
     pub gpus: GpusConfig,
     pub engine: EngineSettings,
+    pub prover: ProverSettings,
+    pub synthesis: SynthesisSettings,
     pub dbus: DbusConfig,
     pub log: LogConfig,
+}
+
+/// `[prover]`: how the prover uses the host (`cuzk_groth16::ProverTuning`). A reload applies
+/// it to the next partition.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct ProverSettings {
+    /// Threads that split each partition's scalars beside the H step, in a pool of their
+    /// own so that the GPU's staging copies never queue behind them; 0 splits on the shared
+    /// pool. Unset: a quarter of the cores, at least 2.
+    pub split_threads: Option<usize>,
+}
+
+/// `[synthesis]`: how synthesis uses the host (`cuzk_filecoin::synthesis::SynthesisTuning`),
+/// set when cuzkd starts; a change takes a restart.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct SynthesisSettings {
+    /// How much lower than the daemon's own the bulk synthesis threads' CPU priority is
+    /// (a nice increment, 0 to 19): proving's CPU stages feed the GPU and go first.
+    pub nice: u32,
+    /// Advise synthesis's large vectors onto transparent huge pages (one page fault per
+    /// 2 MiB instead of per 4 KiB; whether the kernel grants them is its own setting).
+    pub huge_pages: bool,
+}
+
+impl Default for SynthesisSettings {
+    fn default() -> Self {
+        let d = cuzk_filecoin::synthesis::SynthesisTuning::default();
+        SynthesisSettings { nice: d.nice as u32, huge_pages: d.huge_pages }
+    }
+}
+
+impl SynthesisSettings {
+    /// The tuning these settings give.
+    pub fn tuning(&self) -> cuzk_filecoin::synthesis::SynthesisTuning {
+        cuzk_filecoin::synthesis::SynthesisTuning {
+            nice: self.nice.min(19) as i32,
+            huge_pages: self.huge_pages,
+            ..Default::default()
+        }
+    }
 }
 
 #[derive(Clone, Debug, Deserialize, PartialEq)]
@@ -109,6 +153,13 @@ pub struct GpusConfig {
     /// Page-locked host memory each GPU's transfer pool may hold, bytes (at least the four
     /// 32 MiB staging buffers, 128 MiB); unset: cuzk-gpu's default, 256 MiB.
     pub pinned_memory_budget_bytes: Option<u64>,
+    /// The H step page-locks a, b and c in place and moves them by DMA instead of through
+    /// the staging buffers (`cuzk_gpu::GpuTuning::pin_host`: faster only on a small VRAM
+    /// budget with synthesis beside it); a GPU's own `pin_host` overrides it. Default off.
+    pub pin_host: bool,
+    /// Threads of a pool of their own for the host side of staged copies; 0 (default):
+    /// rayon's shared pool (`cuzk_gpu::GpuTuning::copy_threads`).
+    pub copy_threads: usize,
 }
 
 impl Default for GpusConfig {
@@ -119,6 +170,8 @@ impl Default for GpusConfig {
             gpu_workers_per_device: 1,
             vram_budget_bytes: None,
             pinned_memory_budget_bytes: None,
+            pin_host: false,
+            copy_threads: 0,
         }
     }
 }
@@ -131,6 +184,8 @@ pub struct GpuDevice {
     pub vram_budget_bytes: Option<u64>,
     /// Overrides `[gpus] gpu_workers_per_device` for this GPU (0: not used for proving).
     pub workers: Option<usize>,
+    /// Overrides `[gpus] pin_host` for this GPU.
+    pub pin_host: Option<bool>,
 }
 
 impl<'de> Deserialize<'de> for GpuDevice {
@@ -141,6 +196,7 @@ impl<'de> Deserialize<'de> for GpuDevice {
             ordinal: usize,
             vram_budget_bytes: Option<u64>,
             workers: Option<usize>,
+            pin_host: Option<bool>,
         }
         #[derive(Deserialize)]
         #[serde(untagged)]
@@ -149,32 +205,39 @@ impl<'de> Deserialize<'de> for GpuDevice {
             Table(toml::Table),
         }
         match Entry::deserialize(d).map_err(|_| {
-            serde::de::Error::custom("a GPU is an ordinal (0) or a table ({ ordinal = 0, vram_budget_bytes = N, workers = N })")
+            serde::de::Error::custom("a GPU is an ordinal (0) or a table ({ ordinal = 0, vram_budget_bytes = N, workers = N, pin_host = true })")
         })? {
-            Entry::Ordinal(ordinal) => Ok(GpuDevice { ordinal, vram_budget_bytes: None, workers: None }),
+            Entry::Ordinal(ordinal) => Ok(GpuDevice { ordinal, vram_budget_bytes: None, workers: None, pin_host: None }),
             // Through the table type, so that an unknown or mistyped key is named.
             Entry::Table(t) => {
                 let t = Table::deserialize(t).map_err(serde::de::Error::custom)?;
-                Ok(GpuDevice { ordinal: t.ordinal, vram_budget_bytes: t.vram_budget_bytes, workers: t.workers })
+                Ok(GpuDevice {
+                    ordinal: t.ordinal,
+                    vram_budget_bytes: t.vram_budget_bytes,
+                    workers: t.workers,
+                    pin_host: t.pin_host,
+                })
             }
         }
     }
 }
 
 /// What cuzkd opens on one GPU.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct GpuPlan {
     pub ordinal: usize,
     /// `None`: the default fraction of free memory.
     pub vram_budget_bytes: Option<u64>,
     pub workers: usize,
+    /// The GPU's tuning: the defaults with `[gpus] pin_host` (or its own) and `copy_threads`.
+    pub tuning: cuzk_gpu::GpuTuning,
 }
 
 impl GpusConfig {
     /// The GPUs to open, each with its budget and worker count.
     pub fn plan(&self) -> Vec<GpuPlan> {
         let devices = if self.devices.is_empty() {
-            vec![GpuDevice { ordinal: 0, vram_budget_bytes: None, workers: None }]
+            vec![GpuDevice { ordinal: 0, vram_budget_bytes: None, workers: None, pin_host: None }]
         } else {
             self.devices.clone()
         };
@@ -184,6 +247,11 @@ impl GpusConfig {
                 ordinal: d.ordinal,
                 vram_budget_bytes: d.vram_budget_bytes.or(self.vram_budget_bytes),
                 workers: d.workers.unwrap_or(self.gpu_workers_per_device),
+                tuning: cuzk_gpu::GpuTuning {
+                    pin_host: d.pin_host.unwrap_or(self.pin_host),
+                    copy_threads: self.copy_threads,
+                    ..Default::default()
+                },
             })
             .collect()
     }
@@ -217,7 +285,7 @@ pub struct EngineSettings {
 /// refused with the key named, so that no value can panic, wrap or starve the daemon later
 /// (a drain timeout of 2^63 seconds overflows a deadline; a million synthesis threads do not
 /// start).
-pub const NUMERIC_BOUNDS: [(&str, u64, u64); 17] = [
+pub const NUMERIC_BOUNDS: [(&str, u64, u64); 20] = [
     ("[srs] cache_limit_bytes", 0, 1 << 52),
     ("[daemon] max_message_bytes", 4 << 20, (1 << 31) - 1),
     ("[daemon] drain_timeout_secs", 0, 7 * 86400),
@@ -235,6 +303,9 @@ pub const NUMERIC_BOUNDS: [(&str, u64, u64); 17] = [
     ("[engine] max_spool_bytes", 1 << 20, 1 << 52),
     ("[daemon] max_concurrent_streams", 1, 1_000_000),
     ("[engine] max_attempts", 1, 1000),
+    ("[prover] split_threads", 0, 1024),
+    ("[synthesis] nice", 0, 19),
+    ("[gpus] copy_threads", 0, 1024),
 ];
 
 /// `[log] level`: comma-separated `level` or `target=level` directives, targets being Rust
@@ -410,6 +481,8 @@ impl Config {
             ("[daemon] drain_timeout_secs", d.drain_timeout_secs),
             ("[daemon] max_concurrent_streams", u64::from(d.max_concurrent_streams)),
             ("[gpus] gpu_workers_per_device", g.gpu_workers_per_device as u64),
+            ("[synthesis] nice", u64::from(self.synthesis.nice)),
+            ("[gpus] copy_threads", g.copy_threads as u64),
         ];
         let optional = [
             ("[gpus] vram_budget_bytes", g.vram_budget_bytes),
@@ -422,6 +495,7 @@ impl Config {
             ("[engine] max_spool_bytes", e.max_spool_bytes),
             ("[engine] max_attempts", e.max_attempts.map(u64::from)),
             ("[srs] cache_limit_bytes", self.srs.cache_limit_bytes),
+            ("[prover] split_threads", self.prover.split_threads.map(|v| v as u64)),
         ];
         values.extend(optional.iter().filter_map(|(k, v)| v.map(|v| (*k, v))));
         for dev in &g.devices {
@@ -464,6 +538,7 @@ impl Config {
         ec.srs_cache_limit_bytes =
             self.srs.cache_limit_bytes.unwrap_or_else(cuzk_engine::default_srs_cache_limit);
         ec.srs_host_release_dir = self.srs.host_release_dir.clone();
+        ec.prover = cuzk_groth16::ProverTuning { split_threads: self.prover.split_threads };
         ec
     }
 
@@ -488,10 +563,33 @@ mod tests {
         assert_eq!(
             c.gpus.plan(),
             [
-                GpuPlan { ordinal: 0, vram_budget_bytes: Some(120_000_000_000), workers: 1 },
-                GpuPlan { ordinal: 1, vram_budget_bytes: Some(40_000_000_000), workers: 1 }
+                GpuPlan { ordinal: 0, vram_budget_bytes: Some(120_000_000_000), workers: 1, tuning: Default::default() },
+                GpuPlan { ordinal: 1, vram_budget_bytes: Some(40_000_000_000), workers: 1, tuning: Default::default() }
             ]
         );
+    }
+
+    /// `[prover]` and `[synthesis]` reach the tunings they name; their defaults are the
+    /// libraries' own.
+    #[test]
+    fn prover_and_synthesis_keys_flow_into_their_tunings() {
+        let d = Config::parse("", "t.toml").unwrap();
+        assert_eq!(d.engine_config(1).prover, cuzk_groth16::ProverTuning::default());
+        assert_eq!(d.synthesis.tuning(), cuzk_filecoin::synthesis::SynthesisTuning::default());
+        let c = Config::parse("[prover]\nsplit_threads = 4\n[synthesis]\nnice = 5\nhuge_pages = false\n", "t.toml").unwrap();
+        assert_eq!(c.engine_config(1).prover.split_threads, Some(4));
+        let t = c.synthesis.tuning();
+        assert_eq!((t.nice, t.huge_pages, t.per_thread_pools), (5, false, false));
+        let e = Config::parse("[synthesis]\nper_thread_pools = true\n", "t.toml").unwrap_err().to_string();
+        assert!(e.contains("per_thread_pools"), "a bench variant is no config key: {e}");
+        let g = Config::parse("[gpus]\npin_host = true\ncopy_threads = 4\ndevices = [0, { ordinal = 1, pin_host = false }]\n", "t.toml")
+            .unwrap()
+            .gpus
+            .plan();
+        assert_eq!((g[0].tuning.pin_host, g[0].tuning.copy_threads), (true, 4));
+        assert_eq!((g[1].tuning.pin_host, g[1].tuning.copy_threads), (false, 4), "a GPU's own pin_host wins");
+        let e = Config::parse("[gpus]\nmsm_window = 12\n", "t.toml").unwrap_err().to_string();
+        assert!(e.contains("msm_window"), "a bench variant is no config key: {e}");
     }
 
     /// Every numeric key at its extremes (0, 1, -1, i64::MAX, a float, just past each bound):
@@ -513,6 +611,8 @@ mod tests {
             ("engine", "max_queued_jobs"),
             ("engine", "max_spool_bytes"),
             ("engine", "max_attempts"),
+            ("prover", "split_threads"),
+            ("synthesis", "nice"),
         ];
         let device_keys = ["ordinal", "vram_budget_bytes", "workers"];
         let mut texts = Vec::new();
@@ -609,11 +709,11 @@ mod tests {
         assert_eq!(
             c.gpus.plan(),
             [
-                GpuPlan { ordinal: 0, vram_budget_bytes: Some(1000), workers: 1 },
-                GpuPlan { ordinal: 1, vram_budget_bytes: Some(500), workers: 2 }
+                GpuPlan { ordinal: 0, vram_budget_bytes: Some(1000), workers: 1, tuning: Default::default() },
+                GpuPlan { ordinal: 1, vram_budget_bytes: Some(500), workers: 2, tuning: Default::default() }
             ]
         );
-        assert_eq!(Config::default().gpus.plan(), [GpuPlan { ordinal: 0, vram_budget_bytes: None, workers: 1 }]);
+        assert_eq!(Config::default().gpus.plan(), [GpuPlan { ordinal: 0, vram_budget_bytes: None, workers: 1, tuning: Default::default() }]);
         let e = Config::parse("[gpus]\npinned_memory_budget_bytes = 1000\n", "t.toml").unwrap_err();
         assert!(e.to_string().contains("below 128 MiB"), "{e}");
         let e = Config::parse("[gpus]\ndevices = [2, { ordinal = 2 }]\n", "t.toml").unwrap_err();

@@ -33,7 +33,7 @@ fn devices(g: &GpusConfig) -> Result<Vec<Device>> {
                     None => cuzk_gpu::VramBudget::default(),
                 };
                 let pinned = g.pinned_memory_budget_bytes.map_or(cuzk_gpu::device::DEFAULT_PINNED_BUDGET, |b| b as usize);
-                let gpu = Arc::new(cuzk_gpu::GpuBackend::open_with(p.ordinal, budget, pinned)?);
+                let gpu = Arc::new(cuzk_gpu::GpuBackend::open_with(p.ordinal, budget, pinned, p.tuning.clone())?);
                 let name = format!("gpu{} {}", p.ordinal, gpu.device().name);
                 let probe = gpu.clone();
                 let c = probe.arena_counters();
@@ -172,7 +172,20 @@ pub async fn run(cfg: Config, shutdown: impl std::future::Future<Output = ()> + 
         .map_err(|e| anyhow::anyhow!("[srs]: {e}"))?;
     // Compiled circuits are saved beside the spool and found again after a restart.
     runner.save_compiled_circuits_in(&cfg.daemon.state_dir.join("compiled"));
-    run_with(cfg, Arc::new(runner), shutdown).await
+    let runner = Arc::new(runner);
+    let deferral = runner.clone();
+    // Where every device is a GPU, synthesis keeps the assignment only and the GPUs evaluate
+    // a, b and c from the resident compiled circuit (a fifth of the host memory per waiting
+    // partition, a third of the PCIe traffic); with a CPU device among them, a, b and c are
+    // evaluated in synthesis as before, so that the CPU's proving stays within its budget.
+    let on_devices = move |gpus_only: bool| {
+        deferral.set_deferred_evaluation(gpus_only);
+        log::info!(
+            "a, b and c are evaluated {}",
+            if gpus_only { "on the GPUs from the compiled circuits (synthesis keeps the assignment only)" } else { "in synthesis" }
+        );
+    };
+    serve(cfg, runner, on_devices, shutdown).await
 }
 
 /// [`run`] with another prover behind the engine: tests (the kill -9 soak runs a cheap
@@ -183,12 +196,26 @@ pub async fn run_with(
     runner: Arc<dyn cuzk_engine::ProofRunner>,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> Result<()> {
+    serve(cfg, runner, |_| {}, shutdown).await
+}
+
+/// [`run_with`], telling `on_devices` whether every device it opened is a GPU before the
+/// engine starts.
+async fn serve(
+    cfg: Config,
+    runner: Arc<dyn cuzk_engine::ProofRunner>,
+    on_devices: impl FnOnce(bool),
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> Result<()> {
     // The TCP listeners' certificates, key and token, read once: a bad file stops the start.
     let tcp_auth = cfg.daemon.tcp.load()?;
+    // Synthesis's pools take their priority and huge pages once, before the first job.
+    cuzk_filecoin::synthesis::configure(cfg.synthesis.tuning()).map_err(|e| anyhow::anyhow!("[synthesis]: {e}"))?;
     // D-Bus first, so that `State` reads "starting" while the engine recovers its spool.
     let control = dbus::Control::start(cfg.dbus.bus).await;
     let devices = devices(&cfg.gpus)?;
     let gpus_opened = devices.iter().filter(|d| d.ordinal.is_some()).count();
+    on_devices(gpus_opened > 0 && gpus_opened == devices.len());
     let ec = cfg.engine_config(gpus_opened);
     let engine = tokio::task::spawn_blocking(move || Engine::start(ec, runner, devices))
         .await??;

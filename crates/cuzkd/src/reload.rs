@@ -85,12 +85,16 @@ impl Reloader {
         let same_gpus = gpus(&old) == gpus(&new);
         differs("gpus.devices (which GPUs, their VRAM budgets)", !same_gpus);
         differs("gpus.pinned_memory_budget_bytes", old.gpus.pinned_memory_budget_bytes != new.gpus.pinned_memory_budget_bytes);
+        let tunings = |c: &Config| c.gpus.plan().into_iter().map(|p| p.tuning).collect::<Vec<_>>();
+        differs("gpus.pin_host, gpus.copy_threads", tunings(&old) != tunings(&new));
         differs("dbus.bus", old.dbus.bus != new.dbus.bus);
         differs("log.target", old.log.target != new.log.target);
+        differs("synthesis", old.synthesis != new.synthesis);
 
         // The live part: what is in force after this reload.
         let mut in_force = old.clone();
         in_force.engine = new.engine.clone();
+        in_force.prover = new.prover.clone();
         in_force.srs.cache_limit_bytes = new.srs.cache_limit_bytes;
         in_force.daemon.drain_timeout_secs = new.daemon.drain_timeout_secs;
         in_force.log.level = new.log.level.clone();

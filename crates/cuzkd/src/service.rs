@@ -252,7 +252,7 @@ mod tests {
             Ok(Box::new(GateJob { id: r.request_id.clone(), open: self.0.clone() }))
         }
         fn srs_for_circuit(&self, c: &str) -> Result<SrsRef, RunError> {
-            Err(RunError::BadRequest(format!("no circuit {c}")))
+            Err(RunError::BadRequest(format!("no circuit {c}").into()))
         }
     }
 

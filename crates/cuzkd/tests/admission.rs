@@ -30,7 +30,7 @@ impl ProofRunner for SlowPlan {
         Ok(Box::new(IdJob(r.request_id.clone())))
     }
     fn srs_for_circuit(&self, c: &str) -> Result<SrsRef, RunError> {
-        Err(RunError::BadRequest(format!("no circuit {c}")))
+        Err(RunError::BadRequest(format!("no circuit {c}").into()))
     }
 }
 

@@ -57,7 +57,7 @@ async fn socket_activated_daemon_proves_and_reports_to_systemd() {
     let sock = dir.join("cuzk.sock");
 
     // A second listening socket, TCP, as a socket unit with two ListenStream= lines passes.
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = free_port();
     let child = Command::new("systemd-socket-activate")
         .arg("-l")
         .arg(&sock)

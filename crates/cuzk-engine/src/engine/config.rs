@@ -50,6 +50,9 @@ pub struct EngineConfig {
     pub max_queued_jobs: usize,
     /// Admission: the payload bytes of accepted, unfinished jobs (what the spool holds).
     pub max_spool_bytes: u64,
+    /// How the prover uses the host (`[prover]`; read at each partition, so a reload
+    /// applies it to the next one).
+    pub prover: cuzk_groth16::ProverTuning,
 }
 
 impl EngineConfig {
@@ -71,6 +74,7 @@ impl EngineConfig {
             start_paused: false,
             max_queued_jobs: 1000,
             max_spool_bytes: 32 << 30,
+            prover: cuzk_groth16::ProverTuning::default(),
         }
     }
 

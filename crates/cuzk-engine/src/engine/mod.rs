@@ -55,7 +55,8 @@ use cuzk_groth16::{DeviceLock, Srs};
 use tokio::sync::broadcast;
 
 pub use config::{default_memory_budget, default_srs_cache_limit, EngineConfig};
-pub use status::{DeviceStatus, DrainReport, EngineState, EngineStatus, MemoryStatus, QueueStatus, WorkerStatus};
+pub use crate::runner::MemoryStatus;
+pub use status::{DeviceStatus, DrainReport, EngineState, EngineStatus, QueueStatus, WorkerStatus};
 
 use crate::error::EngineError;
 use crate::job::*;
@@ -331,6 +332,7 @@ impl Engine {
         note("result_ttl", format!("{:?}", old.result_ttl), format!("{:?}", new.result_ttl));
         note("fetched_result_ttl", format!("{:?}", old.fetched_result_ttl), format!("{:?}", new.fetched_result_ttl));
         note("max_attempts", old.max_attempts.to_string(), new.max_attempts.to_string());
+        note("prover", format!("{:?}", old.prover), format!("{:?}", new.prover));
         self.shared.srs.set_limit(new.srs_cache_limit_bytes);
         let synth = [new.synthesis_workers, new.urgent_synthesis_workers];
         *self.shared.config.lock().unwrap_or_else(|p| p.into_inner()) = EngineConfig { start_paused: old.start_paused, ..new };

@@ -34,13 +34,6 @@ pub struct WorkerStatus {
     pub partition: Option<usize>,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct MemoryStatus {
-    pub budget_bytes: u64,
-    pub in_use_bytes: u64,
-    pub high_water_bytes: u64,
-}
-
 /// Everything `GetStatus`, D-Bus properties and sd_notify STATUS= need.
 #[derive(Clone, Debug)]
 pub struct EngineStatus {

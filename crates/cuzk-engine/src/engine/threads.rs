@@ -243,10 +243,12 @@ impl Engine {
         };
         let dev = &shared.devices[device];
         let backend = DeviceBackend::new(&*dev.backend, &shared.device_locks[device], &cancel);
+        let tuning = self.shared.config.lock().unwrap_or_else(|p| p.into_inner()).prover;
         let start = Instant::now();
         let out = cancel.check().and_then(|_| {
             contained("prove", || {
-                job.prove(partition, work, ProveContext { srs: params.as_deref(), backend: &backend, cancel: &cancel })
+                let ctx = ProveContext { srs: params.as_deref(), backend: &backend, cancel: &cancel, tuning: &tuning };
+                job.prove(partition, work, ctx)
             })
         });
         let prove = start.elapsed();
@@ -313,7 +315,7 @@ impl Engine {
     /// by the job until it ends.
     fn job_params(&self, id: &str, r: &crate::runner::SrsRef) -> Result<(Arc<Srs>, Duration), String> {
         let loaded = contained("parameter load", || {
-            self.resident_srs(&r.circuit_id, r).map_err(|e| RunError::Params(e.to_string()))
+            self.resident_srs(&r.circuit_id, r).map_err(|e| RunError::Params(e.to_string().into()))
         });
         let mut s = lock(&self.shared.sched);
         // Resident now (counted as such), or failed: the load's reservation ends.

@@ -104,7 +104,7 @@ struct ScriptedJob {
 
 fn script(r: &JobRequest) -> Result<Script, RunError> {
     serde_json::from_slice(&r.vanilla_proof)
-        .map_err(|e| RunError::BadRequest(format!("vanilla_proof: {e}")))
+        .map_err(|e| RunError::BadRequest(format!("vanilla_proof: {e}").into()))
 }
 
 /// Sleeps `ms` in small steps, stopping when cancelled (a stage boundary every 5 ms).
@@ -122,7 +122,7 @@ impl ProofRunner for ScriptedRunner {
         let s = script(request)?;
         maybe_panic(&s, "plan");
         if let Some(m) = s.plan_fail {
-            return Err(RunError::BadRequest(m));
+            return Err(RunError::BadRequest(m.into()));
         }
         let plan = JobPlan { job_bytes: s.job_bytes, ..JobPlan::new(s.partitions(), s.footprint) };
         let srs = s.srs.map(|(circuit_id, path, bytes)| SrsRef { circuit_id, path, bytes });
@@ -138,7 +138,7 @@ impl ProofRunner for ScriptedRunner {
     fn srs_for_circuit(&self, circuit_id: &str) -> Result<SrsRef, RunError> {
         Err(RunError::BadRequest(format!(
             "no circuit {circuit_id} in the test runner"
-        )))
+        ).into()))
     }
 }
 
@@ -179,20 +179,20 @@ impl PreparedJob for ScriptedJob {
         }
         if let Some(m) = &self.script.prove_fail {
             if self.script.fail_partition.is_none_or(|f| f == k) {
-                return Err(RunError::Prove(m.clone()));
+                return Err(RunError::Prove(m.clone().into()));
             }
         }
         // The proof's last kernel, on the device's backend (which may fail, as a GPU's would).
         ctx.backend
             .sum_g1(&[], cuzk_groth16::Selection::All)
-            .map_err(|e| RunError::from_backend(&e, e.to_string(), ctx.cancel))?;
+            .map_err(|e| RunError::from_backend(&e, e.to_string(), ctx.cancel.is_cancelled()))?;
         Ok(PartitionProof::placeholder())
     }
 
     fn finish(&self, proofs: Vec<PartitionProof>, _: &CancelToken) -> Result<ProofOutput, RunError> {
         maybe_panic(&self.script, "finish");
         if proofs.len() != self.script.partitions() {
-            return Err(RunError::Prove(format!("{} proofs for {} partitions", proofs.len(), self.script.partitions())));
+            return Err(RunError::Prove(format!("{} proofs for {} partitions", proofs.len(), self.script.partitions()).into()));
         }
         Ok(ProofOutput { proof: self.id.clone().into_bytes(), ..Default::default() })
     }

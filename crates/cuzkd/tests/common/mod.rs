@@ -8,6 +8,10 @@ use std::process::{Child, Command};
 use cuzk_filecoin::fixture::Fixture;
 use cuzk_proto::v1::{ProofKind, SubmitProofRequest};
 
+mod port;
+#[allow(unused_imports)] // not every test binary listens on TCP
+pub use port::free_port;
+
 /// A child process killed when the test ends, however it ends.
 pub struct Killed(pub Child);
 impl Drop for Killed {
