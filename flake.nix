@@ -1,9 +1,10 @@
 {
   description = "cuzk: GPU Groth16 proving daemon for Filecoin, with its NixOS module";
 
-  # No flake.lock is committed yet: the first `nix flake lock` pins nixpkgs. cuzk needs a
-  # nixpkgs whose rustc is at least the workspace's rust-version (1.85).
-  inputs.nixpkgs.url = "github:NixOS/nixpkgs/nixos-unstable";
+  # Pinned in flake.lock (nixos-25.11 at 25f53830, rustc 1.91, cudaPackages_12_8); `nix flake
+  # update` moves it. cuzk needs a nixpkgs whose rustc is at least the workspace's
+  # rust-version (1.89, Cargo.toml); tools/check-flake-lock.py checks the lock in CI.
+  inputs.nixpkgs.url = "github:NixOS/nixpkgs/nixos-25.11";
 
   outputs =
     { self, nixpkgs }:
@@ -31,6 +32,7 @@
           ./crates
           ./kernels
           ./systemd
+          ./share # the Grafana dashboard
           ./README.md # also read by a config test (include_str!)
         ];
       };

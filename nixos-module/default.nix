@@ -183,6 +183,12 @@ let
       a = cfg.tcp.address;
     in
     "${if lib.hasInfix ":" a && !lib.hasPrefix "[" a then "[${a}]" else a}:${toString cfg.tcp.port}";
+  # The same for the metrics socket.
+  metricsListen =
+    let
+      a = cfg.metrics.listenAddress;
+    in
+    "${if lib.hasInfix ":" a && !lib.hasPrefix "[" a then "[${a}]" else a}:${toString cfg.metrics.port}";
 
   # SIGTERM starts the drain: the unit must wait for it, plus a margin for the daemon to
   # leave the unfinished work in the spool and exit (cuzkd's default drain is 60 s; the
@@ -400,6 +406,33 @@ in
       description = "Open `tcp.port` in the firewall.";
     };
 
+    metrics = {
+      enable = mkEnableOption ''
+        the Prometheus scrape endpoint, `GET /metrics` over HTTP: a socket unit of its own
+        (cuzk-metrics.socket, `FileDescriptorName=metrics`) that systemd binds in the host's
+        network and passes to cuzkd, which runs without a network of its own. The endpoint
+        has no authentication: it shows the host's load and job counts to whoever reaches it'';
+      listenAddress = mkOption {
+        type = types.str;
+        default = "127.0.0.1";
+        example = "::";
+        description = ''
+          Address the endpoint listens on. The default serves a Prometheus (or agent) on this
+          host; give the management network's address, or `::`/`0.0.0.0`, for a central one.
+        '';
+      };
+      port = mkOption {
+        type = types.port;
+        default = 9821;
+        description = "TCP port of the endpoint (the gRPC TCP listener's default is 9820).";
+      };
+      openFirewall = mkOption {
+        type = types.bool;
+        default = false;
+        description = "Open `metrics.port` in the firewall.";
+      };
+    };
+
     settings = mkOption {
       # RFC 42: any key passes through to cuzk.toml (cuzkd refuses an unknown one by name);
       # the keys this module reads itself are typed and documented here.
@@ -492,6 +525,19 @@ in
           message = "services.cuzk.socket.path must be an absolute path, not ${cfg.socket.path}.";
         }
         {
+          assertion = cfg.metrics.openFirewall -> cfg.metrics.enable;
+          message = "services.cuzk.metrics.openFirewall opens the metrics port, but services.cuzk.metrics.enable is false: enable the endpoint or drop metrics.openFirewall.";
+        }
+        {
+          # cuzkd runs with PrivateNetwork=yes: a port it binds itself is reachable by nobody.
+          assertion = settingAt [ "metrics" "listen" ] == null;
+          message = "services.cuzk.settings.metrics.listen would be bound inside the service's private network, where no scraper reaches it: use services.cuzk.metrics.enable (with listenAddress and port) instead.";
+        }
+        {
+          assertion = !(cfg.metrics.enable && cfg.tcp.enable && cfg.metrics.port == cfg.tcp.port);
+          message = "services.cuzk.metrics.port and services.cuzk.tcp.port are both ${toString cfg.tcp.port}: give the metrics endpoint another port.";
+        }
+        {
           assertion = cfg.openFirewall -> cfg.tcp.enable;
           message = "services.cuzk.openFirewall opens the TCP port, but services.cuzk.tcp.enable is false: enable the listener or drop openFirewall.";
         }
@@ -572,6 +618,23 @@ in
       };
     };
 
+    # The metrics endpoint's socket, passed to cuzk.service under the name cuzkd serves
+    # /metrics on (systemd passes a service every listening socket whose Service= names it).
+    # A scrape of a stopped daemon starts it, as a client's connection does.
+    systemd.sockets.cuzk-metrics = mkIf cfg.metrics.enable {
+      description = "cuzk Prometheus metrics endpoint";
+      wantedBy = [ "sockets.target" ];
+      # The empty entry resets the shipped unit's ListenStream= (127.0.0.1:9821).
+      socketConfig = {
+        ListenStream = [
+          ""
+          metricsListen
+        ];
+        FileDescriptorName = "metrics";
+        Service = "cuzk.service";
+      };
+    };
+
     systemd.services.cuzk = {
       restartTriggers = [ (builtins.toJSON restartOnlySettings) ];
       reloadTriggers = [ configFile ];
@@ -583,14 +646,14 @@ in
         Type = "notify-reload";
         ExecReload = [ "" ];
         # The listening sockets come from cuzk.socket; the daemon itself opens unix sockets
-        # only (the system bus, journald, sd_notify). Without a TCP listener the IP families
-        # go; with one, the shipped unit's AF_INET and AF_INET6 stay. The empty entry resets
+        # only (the system bus, journald, sd_notify). Without a TCP listener or the metrics
+        # endpoint the IP families go; with either, the shipped unit's AF_INET and AF_INET6 stay. The empty entry resets
         # the shipped unit's list (a drop-in's entries are added to it otherwise).
         RestrictAddressFamilies = [
           ""
           "AF_UNIX"
         ]
-        ++ lib.optionals cfg.tcp.enable [
+        ++ lib.optionals (cfg.tcp.enable || cfg.metrics.enable) [
           "AF_INET"
           "AF_INET6"
         ];
@@ -607,7 +670,8 @@ in
 
     boot.kernelModules = mkIf (cfg.gpus != [ ]) [ "nvidia_uvm" ];
 
-    networking.firewall.allowedTCPPorts = mkIf cfg.openFirewall [ cfg.tcp.port ];
+    networking.firewall.allowedTCPPorts =
+      optional cfg.openFirewall cfg.tcp.port ++ optional cfg.metrics.openFirewall cfg.metrics.port;
   };
 
   meta.maintainers = [ ];

@@ -58,6 +58,7 @@ rustPlatform.buildRustPackage {
   postInstall = ''
     install -Dm644 systemd/cuzk.socket $out/lib/systemd/system/cuzk.socket
     install -Dm644 systemd/cuzk.service $out/lib/systemd/system/cuzk.service
+    install -Dm644 systemd/cuzk-metrics.socket $out/lib/systemd/system/cuzk-metrics.socket
     substituteInPlace $out/lib/systemd/system/cuzk.service \
       --replace-fail /usr/local/bin/cuzkd $out/bin/cuzkd
     install -Dm644 systemd/dbus-1/system.d/org.cuzk.Prover1.conf \
@@ -65,6 +66,8 @@ rustPlatform.buildRustPackage {
     install -Dm644 systemd/sysusers.d/cuzk.conf $out/lib/sysusers.d/cuzk.conf
     install -Dm644 systemd/tmpfiles.d/cuzk.conf $out/lib/tmpfiles.d/cuzk.conf
     install -Dm644 README.md $out/share/doc/cuzk/README.md
+    # The Grafana dashboard over the metrics endpoint (import it, or point provisioning here).
+    install -Dm644 share/grafana/cuzk.json $out/share/cuzk/grafana-dashboard.json
   '';
 
   passthru = {

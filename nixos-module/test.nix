@@ -1,7 +1,8 @@
 # NixOS VM test of services.cuzk (pkgs.testers.runNixOSTest), in the socket-activated
 # pattern: the socket listens and the service is inactive after boot; the first client call
 # starts it; busctl reads its state and the bus refuses a state change from a stranger;
-# a 2 KiB PoRep proof completes on the CPU backend; journald holds its structured fields.
+# a 2 KiB PoRep proof completes on the CPU backend and the metrics endpoint (its own socket
+# unit) counts it; journald holds its structured fields.
 # The fixture (test parameters and a sealed 2 KiB sector) is built once as a derivation.
 { nixosModule }:
 { pkgs, lib, ... }:
@@ -38,6 +39,7 @@ in
           gpus.backend = "cpu";
           srs.parent_cache = "${fixture}/parents";
         };
+        metrics.enable = true;
       };
 
       users.users.stranger.isNormalUser = true;
@@ -83,6 +85,13 @@ in
             timeout=900,
         )
         machine.succeed("busctl --system get-property ${obj} ProofsCompleted | grep -x 't 1'")
+
+    with subtest("cuzk-metrics.socket serves /metrics from the daemon"):
+        machine.succeed("systemctl is-active cuzk-metrics.socket")
+        machine.succeed(
+            "curl -sf http://127.0.0.1:9821/metrics"
+            " | grep -x 'cuzk_proofs_completed_total{proof_kind=\"porep-c2\"} 1'"
+        )
 
     with subtest("journald holds the structured fields"):
         out = machine.succeed("journalctl _SYSTEMD_UNIT=cuzk.service JOB_ID=vm-1 -o verbose")

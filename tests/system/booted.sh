@@ -51,13 +51,17 @@ set -e
 mkdir -p "$ROOT"
 tar -C "$ROOT" -xf "$TAR"
 install -m 0755 "$REPO/target/release/cuzkd" "$REPO/target/release/cuzk-bench" "$ROOT/usr/local/bin/"
-install -m 0644 "$REPO/systemd/cuzk.socket" "$REPO/systemd/cuzk.service" "$ROOT/etc/systemd/system/"
+install -m 0644 "$REPO/systemd/cuzk.socket" "$REPO/systemd/cuzk.service" "$REPO/systemd/cuzk-metrics.socket" \
+  "$ROOT/etc/systemd/system/"
 install -D -m 0644 "$REPO/systemd/sysusers.d/cuzk.conf" "$ROOT/etc/sysusers.d/cuzk.conf"
 install -D -m 0644 "$REPO/systemd/tmpfiles.d/cuzk.conf" "$ROOT/etc/tmpfiles.d/cuzk.conf"
 install -D -m 0644 "$REPO/systemd/dbus-1/system.d/org.cuzk.Prover1.conf" \
   "$ROOT/etc/dbus-1/system.d/org.cuzk.Prover1.conf"
-systemctl --root="$ROOT" enable cuzk.socket >/dev/null 2>&1 \
-  || ln -sf /etc/systemd/system/cuzk.socket "$ROOT/etc/systemd/system/sockets.target.wants/cuzk.socket"
+for unit in cuzk.socket cuzk-metrics.socket; do
+  systemctl --root="$ROOT" enable "$unit" >/dev/null 2>&1 \
+    || { mkdir -p "$ROOT/etc/systemd/system/sockets.target.wants" &&
+         ln -sf "/etc/systemd/system/$unit" "$ROOT/etc/systemd/system/sockets.target.wants/$unit"; }
+done
 # This host's configuration: the CPU backend (there is no GPU here). Parameters and parent
 # cache stay at their defaults under /var/tmp, where the fixture is bind-mounted read-only,
 # so the unit's BindReadOnlyPaths= through PrivateTmp= is exercised too.

@@ -1,6 +1,7 @@
 # The booted-systemd checks, shared by booted.sh (a container under systemd-nspawn) and vm.sh
 # (a VM under qemu). Sourcing this file runs them, in order, against a booted system where
-# cuzk is installed as README.md's plain-systemd steps do and cuzk.socket is enabled.
+# cuzk is installed as README.md's plain-systemd steps do and cuzk.socket and
+# cuzk-metrics.socket are enabled.
 #
 # The sourcing script provides lib.sh's helpers (check, expect_output, expect_failure,
 # wait_for) and:
@@ -30,11 +31,12 @@ check "sysusers.d made user and group cuzk" user_made
 
 units_verify() {
   local out
-  out="$(in_ct systemd-analyze verify /etc/systemd/system/cuzk.socket /etc/systemd/system/cuzk.service 2>&1)"
+  out="$(in_ct systemd-analyze verify /etc/systemd/system/cuzk.socket /etc/systemd/system/cuzk.service \
+    /etc/systemd/system/cuzk-metrics.socket 2>&1)"
   echo "$out"
   [ -z "$out" ]
 }
-check "systemd-analyze verify: cuzk.socket and cuzk.service clean" units_verify
+check "systemd-analyze verify: cuzk.socket, cuzk.service and cuzk-metrics.socket clean" units_verify
 
 exposure() {
   local out level
@@ -76,6 +78,18 @@ service_state() {
   in_ct grep -Eq '^CapEff:[[:space:]]+0+$' "/proc/$pid/status"
 }
 check "READY, STATUS= text, StateDirectory, user cuzk without capabilities" service_state
+
+# The metrics socket is systemd's (the daemon runs with PrivateNetwork=yes): it is passed to
+# the running daemon under the name "metrics", and GET /metrics answers from it. bash's
+# /dev/tcp: the test systems have no curl.
+metrics_socket() {
+  in_ct systemctl is-active cuzk-metrics.socket || return 1
+  local out
+  out="$(in_ct timeout 20 bash -c 'exec 3<>/dev/tcp/127.0.0.1/9821 && printf "GET /metrics HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n" >&3 && cat <&3')"
+  grep -E '^HTTP/1.1|^cuzk_build_info|^cuzk_jobs_running' <<<"$out"
+  grep -q '^HTTP/1.1 200' <<<"$out" && grep -q '^cuzk_build_info{version=' <<<"$out"
+}
+check "cuzk-metrics.socket (127.0.0.1:9821) serves GET /metrics from the running daemon" metrics_socket
 
 socket_refused() { expect_failure 'denied|permission' as_user visitor cuzk-bench status -a "$ADDR"; }
 check "the socket refuses a user outside group cuzk" socket_refused

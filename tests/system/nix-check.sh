@@ -5,7 +5,8 @@
 #    generated cuzk.toml, the socket and service drop-ins, the pinned CUDA set, the flake's
 #    module on a pkgs without cuzk, and each contradictory setting refused by its assertion.
 #    It needs nixpkgs' lib: NIXPKGS_LIB=/path/to/nixpkgs/lib (a nixpkgs or
-#    nix-community/nixpkgs.lib checkout's lib/), else ~/.cache/cuzk/nixpkgs.lib, else a
+#    nix-community/nixpkgs.lib checkout's lib/), else ../shared/nixpkgs-lib/lib beside the
+#    checkout (the workplace's copy), else ~/.cache/cuzk/nixpkgs.lib, else a
 #    shallow clone of nix-community/nixpkgs.lib there; without any, this check is skipped
 #    and counted as such.
 # Building the package and the flake's VM test need a real Nix with nixpkgs: nix flake check.
@@ -27,6 +28,11 @@ while IFS= read -r f; do
   fi
 done < <(git ls-files --cached --others --exclude-standard -- '*.nix')
 
+# The workplace's copy beside the checkout (../shared/nixpkgs-lib: nixpkgs.lib at de42d442,
+# MIT), so that CI evaluates the module without network access.
+if [ -z "${NIXPKGS_LIB:-}" ] && [ -f "$REPO/../shared/nixpkgs-lib/lib/default.nix" ]; then
+  NIXPKGS_LIB="$(cd "$REPO/../shared/nixpkgs-lib/lib" && pwd)"
+fi
 if [ -z "${NIXPKGS_LIB:-}" ]; then
   cache="${HOME:-/root}/.cache/cuzk/nixpkgs.lib"
   if [ ! -f "$cache/lib/default.nix" ] && command -v git >/dev/null; then
@@ -130,6 +136,23 @@ check(d["flakeModuleExplicit"]["package"] == "/nix/store/fake-cuzk-explicit-cuda
 check(d["explicitPackage"]["failed"] == [] and d["explicitPackage"]["package"] == "/nix/store/fake-cuzk-explicit-cuda-12.8",
       f"pkgs without cuzk, package given: {d['explicitPackage']['package']}")
 check(d["missingPackageRefused"] is True, "no package anywhere: evaluation stops")
+# The metrics endpoint.
+me = d["metrics"]
+check(me["failed"] == [] and me["metricsSocket"]["socketConfig"] == {
+    "ListenStream": ["", "127.0.0.1:9821"], "FileDescriptorName": "metrics", "Service": "cuzk.service"}
+      and me["metricsSocket"]["wantedBy"] == ["sockets.target"], f"metrics socket unit: {me['metricsSocket']}")
+check(me["firewall"] == [9821], f"metrics.openFirewall opens 9821: {me['firewall']}")
+check(me["service"]["serviceConfig"]["RestrictAddressFamilies"] == ["", "AF_UNIX", "AF_INET", "AF_INET6"],
+      f"metrics endpoint: AF_INET and AF_INET6 kept: {me['service']['serviceConfig']}")
+check(m["metricsSocket"] is None, "no metrics socket unless enabled")
+mv = d["metricsV6"]
+check(mv["failed"] == [] and mv["metricsSocket"]["socketConfig"]["ListenStream"] == ["", "[::]:9900"] and mv["firewall"] == [],
+      f"metrics on [::]:9900, port closed: {mv}")
+mc = d["metricsContradictions"]["failed"]
+check(len(mc) == 2 and any("both 9821" in f for f in mc) and any("settings.metrics.listen" in f for f in mc),
+      f"metrics contradictions: {mc}")
+mf = d["metricsFirewallAlone"]["failed"]
+check(len(mf) == 1 and "metrics.openFirewall" in mf[0], f"metrics.openFirewall without enable: {mf}")
 failed = d["contradictions"]["failed"]
 for needle in ["settings.srs.param_cache", "settings.gpus.devices", "more than once", '"cpu"',
                "exceeds services.cuzk.hostMemoryBudget", "state_dir cannot be moved", "hidden from the service",
@@ -139,7 +162,7 @@ for needle in ["settings.srs.param_cache", "settings.gpus.devices", "more than o
     check(any(needle in f for f in failed), f"an assertion names {needle!r}: {failed}")
 check(len(failed) == 16, f"exactly the 16 contradictions fail: {failed}")
 print("ok   - module: generated config, socket and service drop-ins, IPv6 listeners, drain timeout, freeform settings, "
-      "NVIDIA driver, CUDA override and minimum, flake package, TCP credentials, 16 contradictions refused")
+      "NVIDIA driver, CUDA override and minimum, flake package, TCP credentials, metrics socket unit and its 3 contradictions, 16 contradictions refused")
 PY
   else
     failed=$((failed + 1)); echo "FAIL - module evaluation"; echo "$json" | tail -20 | sed 's/^/       | /'

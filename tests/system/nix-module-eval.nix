@@ -144,6 +144,7 @@ let
     {
       config = c.environment.etc."cuzk/cuzk.toml".source.json;
       socket = c.systemd.sockets.cuzk;
+      metricsSocket = c.systemd.sockets.cuzk-metrics or null;
       service = c.systemd.services.cuzk;
       package = c.services.cuzk.finalPackage.outPath;
       kernelModules = c.boot.kernelModules;
@@ -209,6 +210,43 @@ in
     enable = true;
     tcp.enable = true;
     tcp.insecure = true;
+  };
+
+  # The metrics endpoint: its own socket unit, named for cuzkd, the port opened; IPv6 in
+  # brackets. Contradictions: the port opened without the endpoint, the endpoint on the TCP
+  # listener's port, and settings.metrics.listen (unreachable inside PrivateNetwork).
+  metrics = evalWith {
+    enable = true;
+    settings.gpus.backend = "cpu";
+    metrics = {
+      enable = true;
+      openFirewall = true;
+    };
+  };
+  metricsV6 = evalWith {
+    enable = true;
+    settings.gpus.backend = "cpu";
+    metrics = {
+      enable = true;
+      listenAddress = "::";
+      port = 9900;
+    };
+  };
+  metricsContradictions = evalWith {
+    enable = true;
+    settings.gpus.backend = "cpu";
+    tcp = {
+      enable = true;
+      insecure = true;
+      port = 9821;
+    };
+    metrics.enable = true;
+    settings.metrics.listen = "127.0.0.1:9821";
+  };
+  metricsFirewallAlone = evalWith {
+    enable = true;
+    settings.gpus.backend = "cpu";
+    metrics.openFirewall = true;
   };
 
   contradictions = evalWith {

@@ -260,7 +260,7 @@ install_cuzk() {
   mount -t 9p -o trans=virtio,version=9p2000.L,ro cuzkhost /mnt/host
   cd /mnt/host
   install -m 0755 cuzkd cuzk-bench /usr/local/bin/
-  install -m 0644 systemd/cuzk.socket systemd/cuzk.service /etc/systemd/system/
+  install -m 0644 systemd/cuzk.socket systemd/cuzk.service systemd/cuzk-metrics.socket /etc/systemd/system/
   install -D -m 0644 systemd/sysusers.d/cuzk.conf /etc/sysusers.d/cuzk.conf
   install -D -m 0644 systemd/tmpfiles.d/cuzk.conf /etc/tmpfiles.d/cuzk.conf
   install -D -m 0644 systemd/dbus-1/system.d/org.cuzk.Prover1.conf \
@@ -272,7 +272,7 @@ install_cuzk() {
   install -d /var/tmp/filecoin-proof-parameters /var/tmp/filecoin-parents
   install -m 0644 params/* /var/tmp/filecoin-proof-parameters/
   install -m 0644 parents/* /var/tmp/filecoin-parents/
-  systemctl daemon-reload && systemctl enable --now cuzk.socket
+  systemctl daemon-reload && systemctl enable --now cuzk.socket cuzk-metrics.socket
   cd / && umount /mnt/host
 }
 in_ct bash -c "$(declare -f install_cuzk); install_cuzk" \

@@ -104,6 +104,18 @@ impl Priority {
         }
     }
 
+    pub const ALL: [Priority; 4] = [Priority::Low, Priority::Normal, Priority::High, Priority::Critical];
+
+    /// Lower case, as metrics label it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Priority::Low => "low",
+            Priority::Normal => "normal",
+            Priority::High => "high",
+            Priority::Critical => "critical",
+        }
+    }
+
     pub fn wire(self) -> i32 {
         match self {
             Priority::Low => 1,

@@ -101,6 +101,7 @@ pub mod panic;
 pub mod residency;
 pub mod runner;
 pub mod spool;
+pub mod stats;
 
 pub use engine::{
     default_memory_budget, default_srs_cache_limit, DeviceStatus, DrainReport, Engine, EngineConfig, EngineState, EngineStatus,

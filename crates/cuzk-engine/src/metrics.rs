@@ -1,13 +1,69 @@
 //! Prometheus text exposition (format 0.0.4) of the engine's status: what `GetMetrics`
-//! returns and what a scraper reads. Rendered from [`EngineStatus`] so that status and
-//! metrics never disagree.
+//! returns and what a scraper reads (cuzkd's `[metrics] listen`). Rendered from
+//! [`EngineStatus`] so that status and metrics never disagree. Names and labels follow
+//! Prometheus' conventions: a `cuzk_` prefix, base units (seconds, bytes), `_total` on
+//! counters, `proof_kind` as the queue names it (`porep-c2`, `snap-update`, `window-post`,
+//! `winning-post`).
 
 use std::fmt::Write;
 
 use crate::engine::{EngineState, EngineStatus};
+use crate::job::Priority;
+use crate::stats::{Histogram, JobStage, PartitionStage};
+
+/// Appends one histogram family: `_bucket` lines per label set (cumulative, then `+Inf`),
+/// `_sum` and `_count`.
+fn histogram(out: &mut String, name: &str, help: &str, series: &[(String, &Histogram)]) {
+    let _ = writeln!(out, "# HELP {name} {help}");
+    let _ = writeln!(out, "# TYPE {name} histogram");
+    for (labels, h) in series {
+        for (bound, count) in h.cumulative() {
+            let _ = writeln!(out, "{name}_bucket{{{labels},le=\"{bound}\"}} {count}");
+        }
+        let _ = writeln!(out, "{name}_bucket{{{labels},le=\"+Inf\"}} {}", h.count);
+        let _ = writeln!(out, "{name}_sum{{{labels}}} {}", h.sum);
+        let _ = writeln!(out, "{name}_count{{{labels}}} {}", h.count);
+    }
+}
 
 pub fn render(st: &EngineStatus) -> String {
     let mut out = String::new();
+    let mut hist = String::new();
+    let kind_label = |k: crate::job::ProofKind| format!("proof_kind=\"{}\"", k.queue_name());
+    let partition_series: Vec<(String, &Histogram)> = st
+        .stats
+        .kinds
+        .iter()
+        .flat_map(|k| {
+            PartitionStage::ALL
+                .iter()
+                .zip(&k.partition)
+                .map(move |(stage, h)| (format!("{},stage=\"{}\"", kind_label(k.kind), stage.name()), h))
+        })
+        .collect();
+    histogram(
+        &mut hist,
+        "cuzk_partition_stage_seconds",
+        "Seconds each partition spent in a stage (synthesis, synthesized_wait, prove, gpu_compute), by proof kind.",
+        &partition_series,
+    );
+    let job_series: Vec<(String, &Histogram)> = st
+        .stats
+        .kinds
+        .iter()
+        .flat_map(|k| {
+            JobStage::ALL
+                .iter()
+                .zip(&k.job)
+                .map(move |(stage, h)| (format!("{},stage=\"{}\"", kind_label(k.kind), stage.name()), h))
+        })
+        .collect();
+    histogram(
+        &mut hist,
+        "cuzk_job_stage_seconds",
+        "Seconds each completed job spent in a stage (queue_wait, srs_load, verify, total), by proof kind.",
+        &job_series,
+    );
     let mut metric = |name: &str, kind: &str, help: &str, samples: &[(String, f64)]| {
         let _ = writeln!(out, "# HELP {name} {help}");
         let _ = writeln!(out, "# TYPE {name} {kind}");
@@ -27,12 +83,16 @@ pub fn render(st: &EngineStatus) -> String {
             })
             .collect()
     };
-    metric(
-        "cuzk_queue_depth",
-        "gauge",
-        "Jobs waiting to start, by proof kind.",
-        &per_queue(&|q| q.pending),
-    );
+    let per_priority: Vec<(String, f64)> = st
+        .queues
+        .iter()
+        .flat_map(|q| {
+            Priority::ALL.iter().zip(q.pending_by_priority).map(move |(p, n)| {
+                (format!("{{proof_kind=\"{}\",priority=\"{}\"}}", q.kind.queue_name(), p.name()), f64::from(n))
+            })
+        })
+        .collect();
+    metric("cuzk_queue_depth", "gauge", "Jobs waiting to start, by proof kind and priority.", &per_priority);
     metric(
         "cuzk_jobs_in_progress",
         "gauge",
@@ -45,23 +105,21 @@ pub fn render(st: &EngineStatus) -> String {
         "Jobs synthesizing or proving.",
         &one(f64::from(st.running)),
     );
+    let per_kind = |f: &dyn Fn(&crate::stats::KindStats) -> u64| -> Vec<(String, f64)> {
+        st.stats.kinds.iter().map(|k| (format!("{{{}}}", kind_label(k.kind)), f(k) as f64)).collect()
+    };
     metric(
         "cuzk_proofs_completed_total",
         "counter",
-        "Jobs that ended with a verified proof.",
-        &one(st.completed as f64),
+        "Jobs that ended with a verified proof, by proof kind.",
+        &per_kind(&|k| k.completed),
     );
-    metric(
-        "cuzk_proofs_failed_total",
-        "counter",
-        "Jobs that ended failed.",
-        &one(st.failed as f64),
-    );
+    metric("cuzk_proofs_failed_total", "counter", "Jobs that ended failed, by proof kind.", &per_kind(&|k| k.failed));
     metric(
         "cuzk_proofs_cancelled_total",
         "counter",
-        "Jobs that were cancelled.",
-        &one(st.cancelled as f64),
+        "Jobs that were cancelled, by proof kind.",
+        &per_kind(&|k| k.cancelled),
     );
     metric(
         "cuzk_uptime_seconds",
@@ -169,5 +227,6 @@ pub fn render(st: &EngineStatus) -> String {
         "Most device memory each GPU's arena held at once.",
         &per_device(&|m| m.high_water_bytes),
     );
+    out.push_str(&hist);
     out
 }

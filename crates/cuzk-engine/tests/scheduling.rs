@@ -526,11 +526,22 @@ async fn events_and_metrics_follow_a_job() {
         [Queued, Synthesizing, Synthesized, Proving, Completed]
     );
     let m = e.metrics_text();
-    assert!(m.contains("cuzk_proofs_completed_total 1\n"), "{m}");
+    assert!(m.contains("cuzk_proofs_completed_total{proof_kind=\"porep-c2\"} 1\n"), "{m}");
+    assert!(m.contains("cuzk_proofs_completed_total{proof_kind=\"winning-post\"} 0\n"), "{m}");
     assert!(
-        m.contains("cuzk_queue_depth{proof_kind=\"porep-c2\"} 0\n"),
+        m.contains("cuzk_queue_depth{proof_kind=\"porep-c2\",priority=\"normal\"} 0\n"),
         "{m}"
     );
+    // The job's partition went through each stage once, and the job's total is in its
+    // histogram: the +Inf bucket and the count agree.
+    for stage in ["synthesis", "synthesized_wait", "prove", "gpu_compute"] {
+        let count = format!("cuzk_partition_stage_seconds_count{{proof_kind=\"porep-c2\",stage=\"{stage}\"}} ");
+        let n: u64 = m.lines().find_map(|l| l.strip_prefix(count.as_str())).and_then(|v| v.parse().ok()).unwrap_or(0);
+        assert!(n >= 1, "{stage}: {m}");
+    }
+    assert!(m.contains("cuzk_job_stage_seconds_bucket{proof_kind=\"porep-c2\",stage=\"total\",le=\"+Inf\"} 1\n"), "{m}");
+    assert!(m.contains("cuzk_job_stage_seconds_count{proof_kind=\"porep-c2\",stage=\"total\"} 1\n"), "{m}");
+    assert!(m.contains("# TYPE cuzk_partition_stage_seconds histogram"), "{m}");
     assert!(m.contains("# TYPE cuzk_uptime_seconds gauge"), "{m}");
     let st = e.status();
     assert_eq!(st.workers.len(), 1);

@@ -25,6 +25,22 @@ pub struct Config {
     pub synthesis: SynthesisSettings,
     pub dbus: DbusConfig,
     pub log: LogConfig,
+    pub metrics: MetricsConfig,
+}
+
+/// `[metrics]`: the Prometheus scrape endpoint, `GET /metrics` over HTTP (text format 0.0.4,
+/// the same text as the `GetMetrics` call). Off unless configured: it answers anyone who
+/// can reach it, without authentication, with the host's load and job counts, so the
+/// operator chooses where (localhost for a local Prometheus or agent, a management network
+/// for a central one). Under the shipped unit (PrivateNetwork=yes) a port cuzkd binds itself
+/// is unreachable from outside: there systemd binds it (cuzk-metrics.socket, a socket named
+/// `metrics`, which is served whatever `listen` says). A change takes a restart.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct MetricsConfig {
+    /// `host:port` to serve on, e.g. `127.0.0.1:9821` or `[::]:9821`. Unset: no endpoint
+    /// unless systemd passes one.
+    pub listen: Option<String>,
 }
 
 /// `[prover]`: how the prover uses the host (`cuzk_groth16::ProverTuning`). A reload applies
@@ -440,6 +456,17 @@ impl Config {
             .parse::<cuzk_proto::Address>()
             .map_err(|e| invalid(format!("[daemon] listen: {e}")))?;
         config.daemon.tcp.validate(&listen).map_err(invalid)?;
+        if let Some(m) = &config.metrics.listen {
+            match m.parse::<cuzk_proto::Address>() {
+                Ok(cuzk_proto::Address::Tcp(_)) => {}
+                Ok(cuzk_proto::Address::Unix(_)) => {
+                    return Err(invalid(format!(
+                        "[metrics] listen = {m:?}: Prometheus scrapes over TCP; give host:port, e.g. \"127.0.0.1:9821\""
+                    )))
+                }
+                Err(e) => return Err(invalid(format!("[metrics] listen: {e}"))),
+            }
+        }
         let g = &config.gpus;
         let mut seen = std::collections::BTreeSet::new();
         for d in &g.devices {
@@ -567,6 +594,21 @@ mod tests {
                 GpuPlan { ordinal: 1, vram_budget_bytes: Some(40_000_000_000), workers: 1, tuning: Default::default() }
             ]
         );
+    }
+
+    /// `[metrics] listen` is off by default, takes host:port, and refuses a unix path or a
+    /// malformed address by its key.
+    #[test]
+    fn metrics_listen_takes_host_and_port_only() {
+        assert_eq!(Config::parse("", "t.toml").unwrap().metrics.listen, None);
+        let c = Config::parse("[metrics]\nlisten = \"[::]:9821\"\n", "t.toml").unwrap();
+        assert_eq!(c.metrics.listen.as_deref(), Some("[::]:9821"));
+        let e = Config::parse("[metrics]\nlisten = \"unix:///run/m.sock\"\n", "t.toml").unwrap_err().to_string();
+        assert!(e.contains("[metrics] listen") && e.contains("Prometheus scrapes over TCP"), "{e}");
+        let e = Config::parse("[metrics]\nlisten = \"9821\"\n", "t.toml").unwrap_err().to_string();
+        assert!(e.contains("[metrics] listen"), "{e}");
+        let e = Config::parse("[metrics]\nport = 9821\n", "t.toml").unwrap_err().to_string();
+        assert!(e.contains("port"), "an unknown key is named: {e}");
     }
 
     /// `[prover]` and `[synthesis]` reach the tunings they name; their defaults are the

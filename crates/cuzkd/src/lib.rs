@@ -7,6 +7,7 @@
 pub mod config;
 pub mod dbus;
 pub mod logging;
+pub mod metrics;
 pub mod reload;
 pub mod service;
 pub mod tcp_auth;
@@ -101,11 +102,38 @@ enum Listener {
     Tcp(tokio::net::TcpListener),
 }
 
-/// Every socket systemd passed (LISTEN_FDS: unix and TCP stream sockets, e.g. a socket unit
-/// with two ListenStream= lines), or else the configured address, bound here.
-async fn listeners(listen: &str) -> Result<Vec<Listener>> {
+/// The name (FileDescriptorName=, LISTEN_FDNAMES) of a socket systemd passes for the
+/// Prometheus endpoint (cuzk-metrics.socket) rather than for gRPC.
+pub const METRICS_FD_NAME: &str = "metrics";
+
+/// What systemd passed: the sockets for gRPC and those named [`METRICS_FD_NAME`].
+struct Passed {
+    grpc: Vec<std::os::fd::RawFd>,
+    metrics: Vec<std::net::TcpListener>,
+}
+
+fn passed_sockets() -> Result<Passed> {
+    let mut passed = Passed { grpc: Vec::new(), metrics: Vec::new() };
+    for (fd, name) in sd_notify::listen_fds_with_names().context("LISTEN_FDS")? {
+        if name == METRICS_FD_NAME {
+            // SAFETY: systemd passed this fd to us (LISTEN_PID matched) and nothing else owns it.
+            let l = unsafe { std::net::TcpListener::from_raw_fd(fd) };
+            l.local_addr().with_context(|| {
+                format!("fd {fd} from systemd, named {METRICS_FD_NAME:?}, is not a TCP stream socket (check ListenStream= in cuzk-metrics.socket)")
+            })?;
+            passed.metrics.push(l);
+        } else {
+            passed.grpc.push(fd);
+        }
+    }
+    Ok(passed)
+}
+
+/// Every gRPC socket systemd passed (unix and TCP stream sockets, e.g. a socket unit with two
+/// ListenStream= lines), or else the configured address, bound here.
+async fn listeners(listen: &str, passed: Vec<std::os::fd::RawFd>) -> Result<Vec<Listener>> {
     let mut out = Vec::new();
-    for fd in sd_notify::listen_fds().context("LISTEN_FDS")? {
+    for fd in passed {
         // SAFETY: systemd passed this fd to us (LISTEN_PID matched) and nothing else owns it.
         let unix = unsafe { std::os::unix::net::UnixListener::from_raw_fd(fd) };
         let l = if unix.local_addr().is_ok() {
@@ -261,7 +289,9 @@ async fn serve(
         }
     });
 
-    let listeners = listeners(&cfg.daemon.listen).await?;
+    let passed = passed_sockets()?;
+    let listeners = listeners(&cfg.daemon.listen, passed.grpc).await?;
+    let metrics_listeners = metrics::listeners(cfg.metrics.listen.as_deref(), passed.metrics).await?;
     // `[daemon] listen` was checked with the config; a TCP socket from systemd is known only now.
     for listener in &listeners {
         if let Listener::Tcp(l) = listener {
@@ -295,6 +325,13 @@ async fn serve(
             }
         }
     }
+    // The metrics endpoint outlives the gRPC servers: it answers through the drain, so that
+    // a scrape sees the last jobs end.
+    let (metrics_stop_tx, metrics_stop_rx) = tokio::sync::watch::channel(false);
+    let mut metrics_servers = tokio::task::JoinSet::new();
+    for l in metrics_listeners {
+        metrics_servers.spawn(metrics::serve(l, engine.clone(), stopped(metrics_stop_rx.clone())));
+    }
     let mut served = Ok(());
     tokio::select! {
         _ = shutdown => {}
@@ -312,6 +349,12 @@ async fn serve(
     let timeout = reloader.current().drain_timeout();
     let report = tokio::task::spawn_blocking(move || engine.drain(timeout)).await?;
     log::info!("drained: {report:?}");
+    let _ = metrics_stop_tx.send(true);
+    while let Some(r) = metrics_servers.join_next().await {
+        if let Err(e) = r.map_err(anyhow::Error::from).and_then(|r| r.map_err(anyhow::Error::from)) {
+            log::warn!("metrics endpoint: {e:#}");
+        }
+    }
     if let Err(e) = served {
         bail!("gRPC server: {e:#}");
     }

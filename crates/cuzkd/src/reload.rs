@@ -78,6 +78,7 @@ impl Reloader {
         differs("daemon.max_message_bytes", od.max_message_bytes != nd.max_message_bytes);
         differs("daemon.max_concurrent_streams", od.max_concurrent_streams != nd.max_concurrent_streams);
         differs("daemon.tcp", od.tcp != nd.tcp);
+        differs("metrics.listen", old.metrics != new.metrics);
         differs("srs.param_cache", old.srs.param_cache != new.srs.param_cache);
         differs("srs.parent_cache", old.srs.parent_cache != new.srs.parent_cache);
         differs("gpus.backend", old.gpus.backend != new.gpus.backend);

@@ -200,7 +200,7 @@ impl cuzk_proto::ProvingEngine for ProvingService {
         &self,
         _: Request<v1::GetMetricsRequest>,
     ) -> Result<Response<v1::GetMetricsResponse>, Status> {
-        Ok(Response::new(v1::GetMetricsResponse { prometheus_text: self.engine.metrics_text() }))
+        Ok(Response::new(v1::GetMetricsResponse { prometheus_text: crate::metrics::text(&self.engine) }))
     }
 
     async fn preload_srs(

@@ -16,6 +16,17 @@ use cuzk_filecoin::fixture::{default_fixture_dir, ensure_fixture};
 use cuzk_proto::v1::{await_proof_response::Status, *};
 use cuzk_proto::{connect, Address, DEFAULT_MAX_MESSAGE_BYTES};
 
+/// A plain HTTP/1.1 GET on localhost: the status line and headers, and the body.
+fn http_get(port: u16, path: &str) -> (String, String) {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connects to the metrics socket");
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(s, "GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").unwrap();
+    let mut text = String::new();
+    s.read_to_string(&mut text).expect("an HTTP answer");
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    (head.to_string(), body.to_string())
+}
 
 /// `Prove` of a PoRep C1 input for miner 1000, answered with its result.
 async fn prove_c1(
@@ -56,13 +67,18 @@ async fn socket_activated_daemon_proves_and_reports_to_systemd() {
     let notify = UnixDatagram::bind(&notify_path).unwrap();
     let sock = dir.join("cuzk.sock");
 
-    // A second listening socket, TCP, as a socket unit with two ListenStream= lines passes.
+    // A second listening socket, TCP, as a socket unit with two ListenStream= lines passes,
+    // and a third named "metrics", as cuzk-metrics.socket passes it (FileDescriptorName=).
     let port = free_port();
+    let metrics_port = free_port();
     let child = Command::new("systemd-socket-activate")
         .arg("-l")
         .arg(&sock)
         .arg("-l")
         .arg(format!("127.0.0.1:{port}"))
+        .arg("-l")
+        .arg(format!("127.0.0.1:{metrics_port}"))
+        .arg("--fdname=cuzk.socket:cuzk.socket:metrics")
         .arg(format!("--setenv=NOTIFY_SOCKET={}", notify_path.display()))
         .arg("--setenv=RUST_LOG=info")
         .arg("--setenv=WATCHDOG_USEC=400000")
@@ -120,6 +136,17 @@ async fn socket_activated_daemon_proves_and_reports_to_systemd() {
     // The same request id again: the stored result, not a second job.
     let again = client.prove(ProveRequest { submit: Some(submit) }).await.unwrap().into_inner().result.unwrap();
     assert_eq!(again.proof, r.proof);
+
+    // The socket named "metrics" serves Prometheus' text over HTTP (not gRPC), counting the
+    // proof once; the same text as GetMetrics.
+    let (head, body) = http_get(metrics_port, "/metrics");
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    assert!(head.to_ascii_lowercase().contains("content-type: text/plain; version=0.0.4"), "{head}");
+    assert!(body.contains("cuzk_proofs_completed_total{proof_kind=\"porep-c2\"} 1\n"), "{body}");
+    assert!(body.contains("cuzk_build_info{version=\""), "{body}");
+    let grpc = client.get_metrics(GetMetricsRequest {}).await.unwrap().into_inner().prometheus_text;
+    assert!(grpc.contains("cuzk_proofs_completed_total{proof_kind=\"porep-c2\"} 1\n"), "{grpc}");
+    assert!(http_get(metrics_port, "/nothing").0.starts_with("HTTP/1.1 404"));
 
     // Bad requests fail alone, with their problem named.
     let e = client

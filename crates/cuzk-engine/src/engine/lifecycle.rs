@@ -364,6 +364,7 @@ impl Engine {
                 JobStatus::Failed => s.failed += 1,
                 JobStatus::Cancelled => s.cancelled += 1,
             }
+            s.stats.job_ended(result.kind, status, &result.timings);
             self.shared.wake.notify_all();
             Arc::new(result)
         };

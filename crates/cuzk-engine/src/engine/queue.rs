@@ -284,6 +284,8 @@ pub(crate) struct SchedulerState {
     pub completed: u64,
     pub failed: u64,
     pub cancelled: u64,
+    /// Jobs ended per kind and where partitions' and jobs' time went (the metrics).
+    pub stats: crate::stats::Stats,
     /// The job and partition each worker slot proves now.
     pub worker_jobs: Vec<Option<(String, usize)>>,
     /// The device of each worker slot.
@@ -512,11 +514,12 @@ impl SchedulerState {
                 continue;
             };
             run.proving += 1;
-            job.timings.synthesized_wait += ready_at.elapsed();
+            let waited = ready_at.elapsed();
+            job.timings.synthesized_wait += waited;
             job.device = Some(device);
             let first = job.state != JobState::Proving;
             job.state = JobState::Proving;
-            return Some(ProveTask {
+            let task = ProveTask {
                 id: key.job_id,
                 kind: job.kind,
                 partition,
@@ -525,7 +528,9 @@ impl SchedulerState {
                 srs: job.plan.as_ref().and_then(|p| p.srs.clone()),
                 cancel: job.cancel.clone(),
                 first,
-            });
+            };
+            self.stats.partition(task.kind, crate::stats::PartitionStage::SynthesizedWait, waited);
+            return Some(task);
         }
         None
     }

@@ -22,6 +22,8 @@ pub enum EngineState {
 pub struct QueueStatus {
     pub kind: ProofKind,
     pub pending: u32,
+    /// `pending` by priority, in [`Priority::ALL`]'s order.
+    pub pending_by_priority: [u32; 4],
     pub in_progress: u32,
 }
 
@@ -43,6 +45,8 @@ pub struct EngineStatus {
     pub completed: u64,
     pub failed: u64,
     pub cancelled: u64,
+    /// Per kind: jobs ended by outcome, partitions' and completed jobs' stage times.
+    pub stats: crate::stats::Stats,
     pub uptime: Duration,
     /// The host budget and what partitions and their jobs have reserved from it; resident
     /// parameters share the budget and are listed, with their sizes, in `srs`.
@@ -159,6 +163,12 @@ impl Engine {
                     .values()
                     .filter(|j| j.kind == kind && j.state == JobState::Queued)
                     .count() as u32,
+                pending_by_priority: Priority::ALL.map(|p| {
+                    s.jobs
+                        .values()
+                        .filter(|j| j.kind == kind && j.priority == p && j.state == JobState::Queued)
+                        .count() as u32
+                }),
                 in_progress: s
                     .jobs
                     .values()
@@ -182,6 +192,7 @@ impl Engine {
             completed: s.completed,
             failed: s.failed,
             cancelled: s.cancelled,
+            stats: s.stats.clone(),
             uptime: shared.started.elapsed(),
             memory: MemoryStatus {
                 budget_bytes: self.cfg().host_memory_budget_bytes,

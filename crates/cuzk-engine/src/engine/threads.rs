@@ -171,6 +171,8 @@ impl Engine {
                     let mut s = lock(&self.shared.sched);
                     if let Some(j) = s.jobs.get_mut(id) {
                         j.timings.synthesis += elapsed;
+                        let kind = j.kind;
+                        s.stats.partition(kind, crate::stats::PartitionStage::Synthesis, elapsed);
                     }
                     let (changed, ended) = s.partition_done(id, partition, PartitionOutcome::Synthesized(work));
                     if let (Some(state), Some(j)) = (changed, s.jobs.get(id)) {
@@ -268,6 +270,12 @@ impl Engine {
                 j.timings.prove += prove;
                 j.timings.gpu_compute += backend.busy();
                 j.timings.device_wait += backend.lock_wait();
+                let kind = j.kind;
+                if out.is_ok() {
+                    use crate::stats::PartitionStage;
+                    s.stats.partition(kind, PartitionStage::Prove, prove);
+                    s.stats.partition(kind, PartitionStage::GpuCompute, backend.busy());
+                }
             }
         }
         match out {
