@@ -178,17 +178,9 @@ let
   # ListenStream= takes an IPv6 address in brackets: "::" with the port appended, ":::9820",
   # is refused by systemd, which logs it and skips the entry (the socket then listens on the
   # unix path alone). An address given in brackets stays as it is.
-  tcpListen =
-    let
-      a = cfg.tcp.address;
-    in
-    "${if lib.hasInfix ":" a && !lib.hasPrefix "[" a then "[${a}]" else a}:${toString cfg.tcp.port}";
-  # The same for the metrics socket.
-  metricsListen =
-    let
-      a = cfg.metrics.listenAddress;
-    in
-    "${if lib.hasInfix ":" a && !lib.hasPrefix "[" a then "[${a}]" else a}:${toString cfg.metrics.port}";
+  listenOn = a: port: "${if lib.hasInfix ":" a && !lib.hasPrefix "[" a then "[${a}]" else a}:${toString port}";
+  tcpListen = listenOn cfg.tcp.address cfg.tcp.port;
+  metricsListen = listenOn cfg.metrics.listenAddress cfg.metrics.port;
 
   # SIGTERM starts the drain: the unit must wait for it, plus a margin for the daemon to
   # leave the unfinished work in the spool and exit (cuzkd's default drain is 60 s; the

@@ -30,39 +30,29 @@ pub fn render(st: &EngineStatus) -> String {
     let mut out = String::new();
     let mut hist = String::new();
     let kind_label = |k: crate::job::ProofKind| format!("proof_kind=\"{}\"", k.queue_name());
-    let partition_series: Vec<(String, &Histogram)> = st
-        .stats
-        .kinds
-        .iter()
-        .flat_map(|k| {
-            PartitionStage::ALL
-                .iter()
-                .zip(&k.partition)
-                .map(move |(stage, h)| (format!("{},stage=\"{}\"", kind_label(k.kind), stage.name()), h))
-        })
-        .collect();
+    // Each kind's histograms, labelled with the kind and their stage's name.
+    let by_stage = |stages: &[&'static str], of: &dyn Fn(&crate::stats::KindStats) -> &[Histogram]| {
+        let mut series: Vec<(String, &Histogram)> = Vec::new();
+        for k in &st.stats.kinds {
+            for (stage, h) in stages.iter().zip(of(k)) {
+                series.push((format!("{},stage=\"{stage}\"", kind_label(k.kind)), h));
+            }
+        }
+        series
+    };
+    let partition_stages = PartitionStage::ALL.map(PartitionStage::name);
     histogram(
         &mut hist,
         "cuzk_partition_stage_seconds",
         "Seconds each partition spent in a stage (synthesis, synthesized_wait, prove, gpu_compute), by proof kind.",
-        &partition_series,
+        &by_stage(&partition_stages, &|k| &k.partition),
     );
-    let job_series: Vec<(String, &Histogram)> = st
-        .stats
-        .kinds
-        .iter()
-        .flat_map(|k| {
-            JobStage::ALL
-                .iter()
-                .zip(&k.job)
-                .map(move |(stage, h)| (format!("{},stage=\"{}\"", kind_label(k.kind), stage.name()), h))
-        })
-        .collect();
+    let job_stages = JobStage::ALL.map(JobStage::name);
     histogram(
         &mut hist,
         "cuzk_job_stage_seconds",
         "Seconds each completed job spent in a stage (queue_wait, srs_load, verify, total), by proof kind.",
-        &job_series,
+        &by_stage(&job_stages, &|k| &k.job),
     );
     let mut metric = |name: &str, kind: &str, help: &str, samples: &[(String, f64)]| {
         let _ = writeln!(out, "# HELP {name} {help}");
