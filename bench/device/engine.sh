@@ -33,7 +33,10 @@ mkdir -p /tmp/s32
 args=(--c1 /tmp/s32/c1.shape-only.json --proofs "${DEVICE_PROOFS:-3}" --synthesis-workers "${DEVICE_SYNTH_WORKERS:-1}"
   --devices "${DEVICE_GPUS:-1}" --gpu-workers "${DEVICE_GPU_WORKERS:-1}" --vram-budget "${DEVICE_VRAM_BUDGET:-full}")
 [ -n "${DEVICE_BUDGET_GIB:-}" ] && args+=(--memory-budget-gib "$DEVICE_BUDGET_GIB")
-[ -n "${DEVICE_HOST_RELEASE_DIR:-}" ] && args+=(--host-release-dir "$DEVICE_HOST_RELEASE_DIR")
+if [ -n "${DEVICE_HOST_RELEASE_DIR:-}" ]; then
+  mkdir -p "$DEVICE_HOST_RELEASE_DIR" || exit 1
+  args+=(--host-release-dir "$DEVICE_HOST_RELEASE_DIR")
+fi
 [ -n "${DEVICE_FAIL_GPU:-}" ] && args+=(--fail-device "$DEVICE_FAIL_GPU" --fail-after "${DEVICE_FAIL_AFTER:-20}")
 if [ "${DEVICE_URGENT:-0}" -gt 0 ]; then
   mkdir -p /tmp/s2k
