@@ -14,7 +14,7 @@
 #
 # Run from anywhere:  bash tests/system/prometheus.sh
 # Needs: target/release/cuzkd and cuzk-bench (built if missing), systemd-socket-activate,
-# prometheus and promtool (installed with apt-get when missing and root), python3, and the
+# prometheus, promtool and curl (installed with apt-get when missing and root), python3, and the
 # 2 KiB fixture ($CUZK_FIXTURE_DIR/2KiB, `cuzk-bench gen-fixture`). Not run by cargo test.
 set -uo pipefail
 
@@ -29,11 +29,12 @@ die() { echo "FAIL - prometheus.sh: $*" >&2; exit 1; }
 passed=0
 ok() { passed=$((passed + 1)); echo "ok   - $*"; }
 
-if ! command -v prometheus >/dev/null || ! command -v promtool >/dev/null; then
+if ! command -v prometheus >/dev/null || ! command -v promtool >/dev/null || ! command -v curl >/dev/null; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq prometheus >/dev/null
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq prometheus curl >/dev/null
   fi
   command -v prometheus >/dev/null && command -v promtool >/dev/null || die "prometheus and promtool are missing (apt-get install prometheus)"
+  command -v curl >/dev/null || die "curl is missing (apt-get install curl)"
 fi
 command -v systemd-socket-activate >/dev/null || die "systemd-socket-activate is missing (apt-get install systemd)"
 [ -f "$FIXTURE/kinds/winning.json" ] && [ -d "$FIXTURE/params" ] || die "no 2 KiB fixture at $FIXTURE: run cuzk-bench gen-fixture --sector-size 2KiB"
