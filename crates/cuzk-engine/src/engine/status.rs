@@ -156,19 +156,20 @@ impl Engine {
         let s = lock(&shared.sched);
         let queues = ProofKind::ALL
             .iter()
-            .map(|&kind| QueueStatus {
+            .map(|&kind| {
+                // One pass over the queued jobs of the kind, by priority; `pending` is their sum.
+                let mut pending_by_priority = [0u32; 4];
+                for j in s.jobs.values().filter(|j| j.kind == kind && j.state == JobState::Queued) {
+                    if let Some(i) = Priority::ALL.iter().position(|&p| p == j.priority) {
+                        pending_by_priority[i] += 1;
+                    }
+                }
+                (kind, pending_by_priority)
+            })
+            .map(|(kind, pending_by_priority)| QueueStatus {
                 kind,
-                pending: s
-                    .jobs
-                    .values()
-                    .filter(|j| j.kind == kind && j.state == JobState::Queued)
-                    .count() as u32,
-                pending_by_priority: Priority::ALL.map(|p| {
-                    s.jobs
-                        .values()
-                        .filter(|j| j.kind == kind && j.priority == p && j.state == JobState::Queued)
-                        .count() as u32
-                }),
+                pending: pending_by_priority.iter().sum(),
+                pending_by_priority,
                 in_progress: s
                     .jobs
                     .values()
