@@ -4,6 +4,7 @@
 #include "msm.cuh"
 #include "msm_affine.cuh"
 #include "random.cuh"
+#include "multiples.cuh"
 #include "eval.cuh"
 
 using namespace cuzk;
@@ -65,8 +66,8 @@ extern "C" __global__ void cuzk_fr_eval_constraints(
 }
 
 extern "C" __global__ void cuzk_msm_classify(fr_t* scalars, uint8_t* cls, uint32_t* counts, uint32_t n,
-                                             uint32_t c, uint32_t windows) {
-    msm_classify(scalars, cls, counts, n, c, windows);
+                                             uint32_t c, uint32_t windows, uint32_t per) {
+    msm_classify(scalars, cls, counts, n, c, windows, per);
 }
 
 extern "C" __global__ void cuzk_msm_bucket_offsets(uint32_t* counts, uint32_t c) {
@@ -75,18 +76,24 @@ extern "C" __global__ void cuzk_msm_bucket_offsets(uint32_t* counts, uint32_t c)
 
 extern "C" __global__ void cuzk_msm_scatter(const fr_t* scalars, const uint8_t* cls, uint32_t* cursor,
                                             uint32_t* entries, uint32_t* keys, uint32_t n, uint32_t c,
-                                            uint32_t windows) {
-    msm_scatter(scalars, cls, cursor, entries, keys, n, c, windows);
+                                            uint32_t w0, uint32_t nw, uint32_t per, uint32_t shift,
+                                            uint32_t g0) {
+    msm_scatter(scalars, cls, cursor, entries, keys, n, c, w0, nw, per, shift, g0);
 }
 
 // The curve kernels, once per group: G (g1, g2) over field F (fq_t, fq2_t).
 #define CUZK_CURVE_KERNELS(G, F)                                                                              \
     extern "C" __global__ void cuzk_##G##_bucket_runs_affine(                                                 \
-        const affine_t<F>* points, const uint32_t* idx, const uint32_t* entries, const uint32_t* keys,        \
-        size_t len, uint32_t cap, xyzz_t<F>* buckets, xyzz_t<F>* carry_vals, uint32_t* carry_keys,            \
-        const uint32_t* ends, size_t region, uint32_t half) {                                                 \
-        msm_bucket_runs_affine<F>(points, idx, entries, keys, len, cap, buckets, carry_vals, carry_keys, ends, \
-                                  region, half);                                                              \
+        const affine_t<F>* points, const uint32_t* idx, const affine_t<F>* mults, size_t mult_stride,         \
+        uint32_t shift, const uint32_t* entries, const uint32_t* keys, size_t len, uint32_t cap,              \
+        xyzz_t<F>* buckets, xyzz_t<F>* carry_vals, uint32_t* carry_keys, const uint32_t* ends, size_t region,  \
+        uint32_t half) {                                                                                      \
+        msm_bucket_runs_affine<F>(entry_points<F>{points, idx, mults, mult_stride, shift}, entries, keys, len, \
+                                  cap, buckets, carry_vals, carry_keys, ends, region, half);                  \
+    }                                                                                                         \
+    extern "C" __global__ void cuzk_##G##_next_multiple(const affine_t<F>* in, affine_t<F>* out, uint64_t n,   \
+                                                        uint32_t c) {                                         \
+        next_multiple<F>(in, out, n, c);                                                                      \
     }                                                                                                         \
     extern "C" __global__ void cuzk_##G##_bucket_runs_xyzz(const xyzz_t<F>* vals, const uint32_t* keys,       \
                                                            size_t len, uint32_t cap, xyzz_t<F>* buckets,      \

@@ -2,11 +2,15 @@
 //
 //   1. msm_classify: scalars leave Montgomery form (in place); 0 is dropped, 1 is flagged
 //      for the plain sum (PoRep witnesses are mostly bits), every other scalar is cut into
-//      W = ceil(256 / c) signed digits in (-2^(c-1), 2^(c-1)] and counted per (window, |digit|).
-//   2. msm_bucket_offsets: exclusive scan of the counts, one block per window.
-//   3. msm_scatter: each (scalar, window) with a non-zero digit writes its point index (sign
-//      in bit 31) and its bucket number to its bucket's slot, so that the entries of a window
-//      lie sorted by bucket; unused slots keep the key NO_KEY. Without a key array the bucket
+//      W = ceil(256 / c) signed digits in (-2^(c-1), 2^(c-1)] and counted per (bucket set,
+//      |digit|). Windows share bucket sets `per` at a time (precomputed multiples): window w
+//      goes to set w / per and adds multiple j = w % per of its point, 2^(c j) P, which the
+//      host keeps resident (multiples.cuh); per = 1 is one bucket set per window, no multiples.
+//   2. msm_bucket_offsets: exclusive scan of the counts, one block per bucket set.
+//   3. msm_scatter: each (scalar, window) with a non-zero digit writes its point (multiple j
+//      in the bits from `shift` up, the scalar's index below, sign in bit 31) and its bucket
+//      number to its bucket's slot, so that the entries of a bucket set lie sorted by bucket;
+//      unused slots keep the key NO_KEY. Without a key array the bucket
 //      numbers are not stored: the next step derives them from the cursors (derived_keys).
 //   4. msm_bucket_runs_affine: each thread adds a fixed-size chunk of sorted entries (mixed
 //      XYZZ + affine), so a bucket holding half of all points (scalars all equal, a sparse
@@ -15,8 +19,8 @@
 //      first run as a carry, and msm_bucket_runs_xyzz folds the carries the same way, level
 //      by level (each level CAP times shorter) until none is left.
 //   5. msm_window_segments: each thread reduces a run of buckets to sum_b b * B_b with a
-//      running sum; g1_xyzz_sum_partials adds the segments of each window (a tree), and the
-//      host combines the W window sums (Horner, c doublings per window).
+//      running sum; g1_xyzz_sum_partials adds the segments of each bucket set (a tree), and
+//      the host combines the sets' sums (Horner, c * per doublings per set).
 //   Scalar-one points: g1_sum_partials (flagged or all points) and g1_xyzz_sum_partials
 //      reduce them to a few hundred partial sums.
 #pragma once
@@ -56,9 +60,9 @@ __device__ __forceinline__ void load_scalar(const fr_t& x, uint32_t s[8]) {
     for (int i = 0; i < 8; i++) s[i] = x.v[i];
 }
 
-// class_out[i]: 0 = zero scalar, 1 = one, 2 = general. counts: windows * (half + 1).
+// class_out[i]: 0 = zero scalar, 1 = one, 2 = general. counts: ceil(windows / per) * (half + 1).
 __device__ __forceinline__ void msm_classify(fr_t* scalars, uint8_t* class_out, uint32_t* counts,
-                                             uint32_t n, uint32_t c, uint32_t windows) {
+                                             uint32_t n, uint32_t c, uint32_t windows, uint32_t per) {
     uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
     fr_t x = scalars[i].from_mont();
@@ -73,10 +77,10 @@ __device__ __forceinline__ void msm_classify(fr_t* scalars, uint8_t* class_out, 
     uint32_t s[8];
     load_scalar(x, s);
     const uint32_t stride = (1u << (c - 1)) + 1;
-    for_each_digit(s, c, windows, [&](uint32_t w, uint32_t d, bool) { atomicAdd(&counts[w * stride + d], 1u); });
+    for_each_digit(s, c, windows, [&](uint32_t w, uint32_t d, bool) { atomicAdd(&counts[(w / per) * stride + d], 1u); });
 }
 
-// One block per window; counts -> exclusive prefix sums in place (bucket 0 is unused, 0).
+// One block per bucket set; counts -> exclusive prefix sums in place (bucket 0 is unused, 0).
 __device__ __forceinline__ void msm_bucket_offsets(uint32_t* counts, uint32_t c) {
     extern __shared__ uint32_t partial[];
     const uint32_t stride = (1u << (c - 1)) + 1;
@@ -105,22 +109,30 @@ __device__ __forceinline__ void msm_bucket_offsets(uint32_t* counts, uint32_t c)
 
 constexpr uint32_t NO_KEY = 0xffffffffu;
 
-// entries, keys: windows * n slots, window w's region starts at w * n; keys get the global
-// bucket number w * half + |digit| - 1. A null keys array is not written: the bucket phase
-// then derives each slot's key from the cursors (derived_keys below).
+// entries, keys: sets * per * n slots, bucket set g's region starts at g * per * n; keys get
+// the global bucket number g * half + |digit| - 1. An entry is i | j << shift (multiple j of
+// point i; shift = 31 when per = 1, so that entries are plain indices), bit 31 the sign. A
+// null keys array is not written: the bucket phase then derives each slot's key from the
+// cursors (derived_keys below). A launch writes windows [w0, w0 + nw) only, whose sets start
+// at set g0: cursor, entries and keys point at set g0's (a pass per set keeps the open
+// buckets of one set at a time; w0 = 0, nw = windows, g0 = 0 writes them all).
 __device__ __forceinline__ void msm_scatter(const fr_t* scalars, const uint8_t* cls, uint32_t* cursor,
                                             uint32_t* entries, uint32_t* keys, uint32_t n, uint32_t c,
-                                            uint32_t windows) {
+                                            uint32_t w0, uint32_t nw, uint32_t per, uint32_t shift, uint32_t g0) {
     uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n || cls[i] != 2) return;
     uint32_t s[8];
     load_scalar(scalars[i], s);
     const uint32_t half = 1u << (c - 1);
     const uint32_t stride = half + 1;
-    for_each_digit(s, c, windows, [&](uint32_t w, uint32_t d, bool neg) {
-        uint32_t pos = atomicAdd(&cursor[w * stride + d], 1u);
-        entries[(size_t)w * n + pos] = i | (neg ? 0x80000000u : 0u);
-        if (keys != nullptr) keys[(size_t)w * n + pos] = w * half + d - 1;
+    const size_t region = (size_t)per * n;
+    // The digits of the windows below w0 only carry into w0's.
+    for_each_digit(s, c, w0 + nw, [&](uint32_t w, uint32_t d, bool neg) {
+        if (w < w0) return;
+        const uint32_t set = w / per, g = set - g0, j = w - set * per;
+        uint32_t pos = atomicAdd(&cursor[g * stride + d], 1u);
+        entries[g * region + pos] = i | (j << shift) | (neg ? 0x80000000u : 0u);
+        if (keys != nullptr) keys[g * region + pos] = set * half + d - 1;
     });
 }
 
@@ -130,7 +142,7 @@ struct stored_keys {
     __device__ __forceinline__ uint32_t operator()(size_t i) { return keys[i]; }
 };
 
-// The keys of msm_scatter's slots when it did not store them: window w's region is
+// The keys of msm_scatter's slots when it did not store them: bucket set w's region is
 // [w * region, (w + 1) * region), and after the scatter the cursors are the buckets' ends
 // (ends[w * (half + 1) + d], d = 1 .. half, non-decreasing; the region's slots from
 // ends[.. + half] on are unused: NO_KEY). A call with the slot after the previous call's
@@ -213,24 +225,41 @@ __device__ __forceinline__ void bucket_runs(Keys key, size_t len, uint32_t cap, 
     carry_keys[t] = carry_key;
 }
 
-// Level 1: entries -> buckets (each bucket written once) and carries. Entry v names scalar
-// v of the chunk; its point is points[idx[v]] when an index array is given (bases resident
-// on the device, selected by index), else points[v]. A null entry array names slot i's own
-// point (points[i]: the batch-affine levels' output, msm_affine.cuh). A null key array:
-// the keys are derived from the scatter's cursors `ends` (regions of `region` slots, `half`
-// buckets per window; derived_keys).
+// Where an entry's point lies: multiple j = v >> shift of point i = v & (2^shift - 1) (sign
+// bit cleared) is points[k] for j = 0 and mults[(j - 1) * mult_stride + k] after, with
+// k = idx[i] when an index array is given (bases resident on the device, selected by index),
+// else k = i. Both arrays start at the chunk's first point when there is no index array.
 template <class F>
-__device__ __forceinline__ void msm_bucket_runs_affine(const affine_t<F>* points, const uint32_t* idx,
-                                                       const uint32_t* entries, const uint32_t* keys, size_t len,
-                                                       uint32_t cap, xyzz_t<F>* buckets, xyzz_t<F>* carry_vals,
+struct entry_points {
+    const affine_t<F>* points;
+    const uint32_t* idx;
+    const affine_t<F>* mults;
+    size_t mult_stride;
+    uint32_t shift;
+
+    __device__ __forceinline__ affine_t<F> operator()(uint32_t v) const {
+        const uint32_t u = v & 0x7fffffffu;
+        const uint32_t j = u >> shift, i = u & ((1u << shift) - 1);
+        const uint32_t k = idx ? idx[i] : i;
+        affine_t<F> p = j == 0 ? points[k] : mults[(size_t)(j - 1) * mult_stride + k];
+        return (v & 0x80000000u) ? p.neg() : p;
+    }
+};
+
+// Level 1: entries -> buckets (each bucket written once) and carries. Entry v names its point
+// through `at` (entry_points); a null entry array names slot i's own point (at.points[i]:
+// the batch-affine levels' output, msm_affine.cuh). A null key array: the keys are derived
+// from the scatter's cursors `ends` (regions of `region` slots, `half` buckets per bucket
+// set; derived_keys).
+template <class F>
+__device__ __forceinline__ void msm_bucket_runs_affine(entry_points<F> at, const uint32_t* entries,
+                                                       const uint32_t* keys, size_t len, uint32_t cap,
+                                                       xyzz_t<F>* buckets, xyzz_t<F>* carry_vals,
                                                        uint32_t* carry_keys, const uint32_t* ends, size_t region,
                                                        uint32_t half) {
     auto add = [&](xyzz_t<F>& acc, size_t i) {
-        const uint32_t v = entries ? entries[i] : (uint32_t)i;
-        const uint32_t j = v & 0x7fffffffu;
-        affine_t<F> p = points[idx ? idx[j] : j];
-        if (v & 0x80000000u) p = p.neg();
-        acc.add_affine(p);
+        if (entries) acc.add_affine(at(entries[i]));
+        else acc.add_affine(at.points[i]);
     };
     auto store = [&](uint32_t k, const xyzz_t<F>& acc) { buckets[k] = acc; };
     if (keys != nullptr) bucket_runs<F>(stored_keys{keys}, len, cap, carry_vals, carry_keys, add, store);
@@ -248,7 +277,7 @@ __device__ __forceinline__ void msm_bucket_runs_xyzz(const xyzz_t<F>* vals, cons
 }
 
 // Thread (w, seg): sum over buckets b in [lo, lo + len) of b * B_b. The segments of one
-// window are contiguous in `out`, ready for the per-window tree reduction.
+// window (bucket set) are contiguous in `out`, ready for the per-set tree reduction.
 template <class F>
 __device__ __forceinline__ void msm_window_segments(const xyzz_t<F>* buckets, xyzz_t<F>* out,
                                                     uint32_t c, uint32_t windows, uint32_t segments) {

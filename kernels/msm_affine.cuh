@@ -36,6 +36,45 @@ __device__ __forceinline__ mont_t<P> mont_inverse(const mont_t<P>& a) {
     return r;
 }
 
+template <class P>
+__device__ __forceinline__ mont_t<P> field_inverse(const mont_t<P>& a) {
+    return mont_inverse(a);
+}
+
+// (c0 + c1 u)^-1 = (c0 - c1 u) / (c0^2 + c1^2), since u^2 = -1.
+template <class F>
+__device__ __forceinline__ fp2_t<F> field_inverse(const fp2_t<F>& a) {
+    const F t = mont_inverse(a.c0.sqr() + a.c1.sqr());
+    return {a.c0 * t, -(a.c1 * t)};
+}
+
+// cnt (<= K) XYZZ points into out[0 .. cnt) in blst's affine layout, fully reduced, (0, 0) for
+// infinity, with one inversion for all of them (Montgomery's trick over their ZZZ).
+template <class F, int K>
+__device__ __forceinline__ void store_affine(const xyzz_t<F>* pts, int cnt, affine_t<F>* out) {
+    // before[j] = the product of the ZZZ before j (infinity skipped).
+    F before[K];
+    F prod = F::one();
+    for (int j = 0; j < cnt; j++) {
+        before[j] = prod;
+        if (!pts[j].is_inf()) prod = prod * pts[j].ZZZ;
+    }
+    // inv = 1 / (the product of the ZZZ up to j), walking back.
+    F inv = field_inverse(prod);
+    for (int j = cnt - 1; j >= 0; j--) {
+        const xyzz_t<F>& p = pts[j];
+        if (p.is_inf()) {
+            out[j] = {F::zero(), F::zero()};
+            continue;
+        }
+        // ZZ = Z^2 and ZZZ = Z^3: 1/Z = ZZ / ZZZ, x = X / ZZ, y = Y / ZZZ.
+        const F zzz_inv = inv * before[j];
+        inv = inv * p.ZZZ;
+        const F zinv = p.ZZ * zzz_inv;
+        out[j] = {p.X * zinv.sqr(), p.Y * zzz_inv};
+    }
+}
+
 // One level of the pairwise reduction: level-k slots (in) -> level-(k + 1) slots (out).
 struct ba_level {
     const g1_affine_t* bases;  // level 0: the bases the entries name (else null)

@@ -46,7 +46,7 @@ static void xyzz_phase(const A* pts, const uint32_t* entries, const uint32_t* ke
     std::vector<X> carry_vals(chunks);
     std::vector<uint32_t> carry_keys(chunks);
     cuzk_host_launch(chunks, 64, [&] {
-        msm_bucket_runs_affine<fq_t>(pts, nullptr, entries, keys, len, cap, buckets.data(), carry_vals.data(),
+        msm_bucket_runs_affine<fq_t>(entry_points<fq_t>{pts, nullptr, nullptr, 0, 31}, entries, keys, len, cap, buckets.data(), carry_vals.data(),
                                      carry_keys.data(), ends, region, half);
     });
     while (chunks > 1) {

@@ -73,6 +73,7 @@ kernels! {
     g1_sum_partials = "cuzk_g1_sum_partials",
     g1_xyzz_sum_partials = "cuzk_g1_xyzz_sum_partials",
     g1_xyzz_to_jacobian = "cuzk_g1_xyzz_to_jacobian",
+    g1_next_multiple = "cuzk_g1_next_multiple",
     ba_lens0 = "cuzk_ba_lens0",
     ba_halve = "cuzk_ba_halve",
     ba_keys = "cuzk_ba_keys",
@@ -87,6 +88,7 @@ kernels! {
     g2_sum_partials = "cuzk_g2_sum_partials",
     g2_xyzz_sum_partials = "cuzk_g2_xyzz_sum_partials",
     g2_xyzz_to_jacobian = "cuzk_g2_xyzz_to_jacobian",
+    g2_next_multiple = "cuzk_g2_next_multiple",
     g1_random_run = "cuzk_g1_random_run",
     g2_random_run = "cuzk_g2_random_run",
 }
@@ -100,6 +102,8 @@ pub(crate) struct CurveKernels {
     pub(crate) sum_partials: Kernel,
     pub(crate) xyzz_sum_partials: Kernel,
     pub(crate) xyzz_to_jacobian: Kernel,
+    /// 2^c times each base (kernels/multiples.cuh).
+    pub(crate) next_multiple: Kernel,
     /// Random parameter points (kernels/random.cuh).
     #[cfg_attr(not(feature = "testing"), allow(dead_code))] // random points: benches only
     pub(crate) random_run: Kernel,
@@ -114,6 +118,7 @@ impl Kernels {
             sum_partials: self.g1_sum_partials,
             xyzz_sum_partials: self.g1_xyzz_sum_partials,
             xyzz_to_jacobian: self.g1_xyzz_to_jacobian,
+            next_multiple: self.g1_next_multiple,
             random_run: self.g1_random_run,
         }
     }
@@ -125,6 +130,7 @@ impl Kernels {
             sum_partials: self.g2_sum_partials,
             xyzz_sum_partials: self.g2_xyzz_sum_partials,
             xyzz_to_jacobian: self.g2_xyzz_to_jacobian,
+            next_multiple: self.g2_next_multiple,
             random_run: self.g2_random_run,
         }
     }

@@ -7,6 +7,10 @@
 //! they take at most half of it, and evicted (least recently used first) whenever an
 //! allocation would not fit otherwise. An entry in use by a running call is never evicted.
 //!
+//! Precomputed multiples of a base array (msm/multiples.rs) are entries too, under the
+//! bases' key with their width and copies: they are evicted before any base array or
+//! circuit, and the half of the budget counts only those.
+//!
 //! The fingerprint assumes what parameters are: immutable while loaded. A caller that
 //! rewrites a base array in place between calls (same address and length) and leaves the
 //! 256 sampled points unchanged would read stale points; `Gpu::release_caches` drops every
@@ -26,6 +30,9 @@ pub(crate) struct ResidentKey {
     len: usize,
     group: u8,
     fingerprint: u64,
+    /// 0: the bases themselves; else the precomputed multiples of them (msm/multiples.rs),
+    /// `c << 8 | per`. Multiples are evicted before any base array.
+    multiples: u32,
 }
 
 impl ResidentKey {
@@ -61,7 +68,13 @@ impl ResidentKey {
             len,
             group,
             fingerprint: h,
+            multiples: 0,
         }
+    }
+
+    /// The key of the multiples 2^(c j) P, j = 1 .. per - 1, of the bases this key names.
+    pub(crate) fn multiples(self, c: u32, per: u32) -> ResidentKey {
+        ResidentKey { multiples: c << 8 | per, ..self }
     }
 }
 
@@ -83,9 +96,10 @@ impl ResidentCache {
     pub(crate) fn get(&mut self, key: &ResidentKey) -> Option<Arc<DeviceBuffer>> {
         self.tick += 1;
         let tick = self.tick;
-        // An entry at the same address and length but another fingerprint is stale.
+        // An entry at the same address and length but another fingerprint is stale (its
+        // multiples with it).
         self.entries.retain(|e| {
-            !(e.key.addr == key.addr && e.key.len == key.len && e.key != *key)
+            !(e.key.addr == key.addr && e.key.len == key.len && e.key.fingerprint != key.fingerprint)
                 || Arc::strong_count(&e.buf) > 1
         });
         match self.entries.iter_mut().find(|e| e.key == *key) {
@@ -115,14 +129,15 @@ impl ResidentCache {
         });
     }
 
-    /// Evicts the least recently used entry not in use; false when there is none.
+    /// Evicts the least recently used entry not in use, multiples before any base array;
+    /// false when there is none.
     pub(crate) fn evict_one(&mut self) -> bool {
         let victim = self
             .entries
             .iter()
             .enumerate()
             .filter(|(_, e)| Arc::strong_count(&e.buf) == 1)
-            .min_by_key(|(_, e)| e.last_use)
+            .min_by_key(|(_, e)| (e.key.multiples == 0, e.last_use))
             .map(|(i, _)| i);
         match victim {
             Some(i) => {
@@ -141,8 +156,24 @@ impl ResidentCache {
             .sum()
     }
 
+    /// Bytes of the resident base arrays and circuits, the half of the budget they may take;
+    /// multiples are not counted: they give way (evicted first).
     pub(crate) fn bytes(&self) -> usize {
+        self.entries.iter().filter(|e| e.key.multiples == 0).map(|e| e.buf.reserved_bytes()).sum()
+    }
+
+    /// Bytes of every resident entry, multiples included.
+    pub(crate) fn all_bytes(&self) -> usize {
         self.entries.iter().map(|e| e.buf.reserved_bytes()).sum()
+    }
+
+    /// The resident multiples of the bases `key` names, whatever their width: (c, per, buffer).
+    pub(crate) fn multiples_of(&mut self, key: &ResidentKey) -> Option<(u32, u32, Arc<DeviceBuffer>)> {
+        self.tick += 1;
+        let tick = self.tick;
+        let e = self.entries.iter_mut().find(|e| e.key.multiples != 0 && ResidentKey { multiples: 0, ..e.key } == *key)?;
+        e.last_use = tick;
+        Some((e.key.multiples >> 8, e.key.multiples & 0xff, e.buf.clone()))
     }
 
     pub(crate) fn len(&self) -> usize {

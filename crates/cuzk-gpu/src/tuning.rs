@@ -18,6 +18,8 @@ pub(crate) const MIN_WINDOW: u32 = 4;
 pub(crate) const CHUNK_LOGS: (u32, u32) = (10, 30);
 /// The most batch-affine levels (each halves the points left).
 pub(crate) const MAX_BATCH_LEVELS: u32 = 12;
+/// The most copies of a base array (itself and its precomputed multiples) an MSM may read.
+pub(crate) const MAX_MULTIPLES: u32 = 16;
 /// The fewest and the most output slots per thread of a batch-affine level (the group
 /// products' buffer is sized for the fewest).
 pub(crate) const BA_GROUPS: (usize, usize) = (8, 64);
@@ -138,6 +140,19 @@ pub struct GpuTuning {
     /// running product), 8 to 64. No measurement of other values is recorded. A bench
     /// variant. Was `CUZK_MSM_BA_GROUP`.
     pub msm_ba_group: usize,
+    /// The most copies of a resident G1 base array an MSM may read (1 to 16): the bases and
+    /// their precomputed multiples 2^(c j) P, j < copies, built on the device once when the
+    /// plan first takes them, kept resident beside the parameters (evicted before any of
+    /// them) and shared by `per` windows' digits, so that those windows add into one bucket
+    /// set. The plan chooses the width and the copies within this bound and the room the
+    /// budget leaves beside the resident parameters and an H step's working set
+    /// (`msm::plan::choose_multiples`); 1: none, today's windows. 1 until the H200 measures
+    /// the choice (issue #35; its device script runs both). A bench variant.
+    pub msm_multiples: u32,
+    /// Whether the MSM scatter writes one bucket set per pass over the scalars (its open
+    /// write fronts then fit the L2 cache at wider windows) instead of all in one pass.
+    /// Off until the H200 measures it (issue #35's device script). A bench variant.
+    pub msm_scatter_per_set: bool,
 }
 
 impl Default for GpuTuning {
@@ -158,6 +173,8 @@ impl Default for GpuTuning {
             msm_batch_levels: 0,
             msm_batch_min_log: 24,
             msm_ba_group: 16,
+            msm_multiples: 1,
+            msm_scatter_per_set: false,
         }
     }
 }
@@ -180,6 +197,8 @@ impl GpuTuning {
         "msm_batch_levels",
         "msm_batch_min_log",
         "msm_ba_group",
+        "msm_multiples",
+        "msm_scatter_per_set",
     ];
 
     /// Sets the field named `key` (as in [`GpuTuning::KEYS`]) from `value`, as a bench's
@@ -215,6 +234,8 @@ impl GpuTuning {
             "msm_batch_levels" => self.msm_batch_levels = number(key, v, 0, MAX_BATCH_LEVELS as u64)? as u32,
             "msm_batch_min_log" => self.msm_batch_min_log = number(key, v, 0, 40)? as u32,
             "msm_ba_group" => self.msm_ba_group = number(key, v, BA_GROUPS.0 as u64, BA_GROUPS.1 as u64)? as usize,
+            "msm_multiples" => self.msm_multiples = number(key, v, 1, MAX_MULTIPLES as u64)? as u32,
+            "msm_scatter_per_set" => self.msm_scatter_per_set = flag(key, v)?,
             _ => {
                 return Err(format!(
                     "unknown GPU tuning key {key:?} (in {key}={v}); the keys are {}",
@@ -274,6 +295,8 @@ mod tests {
             ("msm_batch_levels", "12"),
             ("msm_batch_min_log", "0"),
             ("msm_ba_group", "64"),
+            ("msm_multiples", "16"),
+            ("msm_scatter_per_set", "true"),
         ] {
             t.set(k, v).unwrap_or_else(|e| panic!("{k}={v}: {e}"));
         }
@@ -293,12 +316,14 @@ mod tests {
             msm_batch_levels: 12,
             msm_batch_min_log: 0,
             msm_ba_group: 64,
+            msm_multiples: 16,
+            msm_scatter_per_set: true,
         };
         assert_eq!(t, want);
         t.set("msm_window", "none").unwrap();
         t.set("ntt_passes", "fused_capped").unwrap();
         assert_eq!((t.msm_window, t.ntt_passes), (None, NttPasses::FusedCapped));
-        assert_eq!(GpuTuning::KEYS.len(), 15, "a key per field");
+        assert_eq!(GpuTuning::KEYS.len(), 17, "a key per field");
     }
 
     /// Out of bounds, malformed or unknown: refused with the key and what it takes, the
@@ -311,6 +336,7 @@ mod tests {
             ("msm_window", "3", "from 4 to 22"),
             ("msm_batch_levels", "13", "from 0 to 12"),
             ("msm_ba_group", "4", "from 8 to 64"),
+            ("msm_multiples", "0", "msm_multiples=0: expected a whole number from 1 to 16"),
             ("ntt_max_log_radix", "0", "from 1 to 4"),
             ("h_overlap", "false", "unknown GPU tuning key \"h_overlap\""),
             ("pin_host", "yes", "pin_host=yes: expected true or false"),

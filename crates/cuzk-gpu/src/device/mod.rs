@@ -319,10 +319,11 @@ impl Gpu {
         self.ctx.mem_get_info().map_err(driver("cuMemGetInfo"))
     }
 
-    /// Bytes of resident base arrays and how many there are.
+    /// Bytes of resident entries (base arrays, circuits and precomputed multiples) and how
+    /// many there are.
     pub fn resident_bytes(&self) -> (usize, usize) {
         let r = self.resident.lock().unwrap();
-        (r.bytes(), r.len())
+        (r.all_bytes(), r.len())
     }
 
     /// Drops every resident base array (memory goes back to the arena at once) and frees the

@@ -10,7 +10,7 @@ use crate::error::GpuError;
 use crate::kernels::CurveKernels;
 use crate::tuning::BA_GROUPS;
 
-use super::buckets::{bucket_phase, BLOCK};
+use super::buckets::{Mults, bucket_phase, BLOCK};
 use super::plan::{BaLayout, FQ_BYTES, INV_DIRECT, INV_GROUP};
 use super::profile::{Phase, Profile};
 use super::workspace::ptr;
@@ -142,7 +142,7 @@ pub(crate) fn batch_affine(
             prof.mark(gpu, Phase::BaApply)?;
             (in_pts, in_keys, in_stride, cur) = (out_pts[o], out_keys[o], out_stride, lo);
         }
-        bucket_phase(gpu, k, [in_pts, 0, 0, in_keys], None, gg * in_stride, buckets, carries, prof)?;
+        bucket_phase(gpu, k, [in_pts, 0, 0, in_keys], Mults::NONE, None, gg * in_stride, buckets, carries, prof)?;
     }
     Ok(())
 }

@@ -20,8 +20,23 @@ pub(crate) struct Derived {
     pub(crate) half: u32,
 }
 
+/// Where entries' multiples lie (kernels/msm.cuh's entry_points): copies 1 .. of the bases,
+/// `stride` points apart, from `ptr` (0: none); the multiple's number from bit `shift` of an
+/// entry (31: none).
+#[derive(Clone, Copy)]
+pub(crate) struct Mults {
+    pub(crate) ptr: u64,
+    pub(crate) stride: usize,
+    pub(crate) shift: u32,
+}
+
+impl Mults {
+    pub(crate) const NONE: Mults = Mults { ptr: 0, stride: 0, shift: 31 };
+}
+
 /// The XYZZ bucket phase over `len` key-sorted slots. `src` is (points, index array,
-/// entries, keys): entry i names its point (a null entry array: slot i's own point); with a
+/// entries, keys): entry i names its point (a null entry array: slot i's own point), or a
+/// multiple of it in `mults`; with a
 /// null key array, `derived` says where the keys come from. Level 1
 /// writes each bucket once and leaves carries; later levels fold the carries into the
 /// buckets until one chunk is left, ping-ponging between the two carry buffers.
@@ -29,6 +44,7 @@ pub(crate) fn bucket_phase(
     gpu: &Gpu,
     k: &CurveKernels,
     src: [u64; 4],
+    mults: Mults,
     derived: Option<Derived>,
     len: usize,
     buckets: u64,
@@ -42,6 +58,7 @@ pub(crate) fn bucket_phase(
     let cap = RUN_CHUNK as u32;
     let mut chunks = len.div_ceil(RUN_CHUNK);
     let (len64, pv, pck) = (len as u64, carries[0].0, carries[0].1);
+    let (mp, mstride, mshift) = (mults.ptr, mults.stride as u64, mults.shift);
     gpu.launch(
         k.bucket_runs_affine,
         chunks,
@@ -50,6 +67,9 @@ pub(crate) fn bucket_phase(
         &mut [
             arg(&pts),
             arg(&pidx),
+            arg(&mp),
+            arg(&mstride),
+            arg(&mshift),
             arg(&pe),
             arg(&pkeys),
             arg(&len64),

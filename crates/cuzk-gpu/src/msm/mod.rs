@@ -14,6 +14,8 @@
 //! - `plan.rs`: the plan and the chunk layout (pure, unit-tested without a GPU).
 //! - `workspace.rs`: a call's device buffers. `chunk.rs`: one chunk's kernels;
 //!   `buckets.rs`: the XYZZ bucket phase; `batch_affine.rs`: the batch-affine levels.
+//! - `multiples.rs`: precomputed multiples of resident bases, so that windows share
+//!   bucket sets (built once, resident, evicted first).
 //! - `profile.rs`: kernel time by phase, at trace level.
 //! - here: the entry points ([`msm`], [`sum`]), where the bases come from, the chunk loop.
 
@@ -21,6 +23,7 @@ mod batch_affine;
 mod buckets;
 mod chunk;
 mod curve;
+mod multiples;
 mod plan;
 mod profile;
 mod workspace;
@@ -41,8 +44,8 @@ use crate::tuning::GpuTuning;
 use chunk::{ones_sum, window_sums, ChunkPoints};
 pub(crate) use curve::{Curve, G1, G2};
 pub(crate) use plan::{plan, resident_size, ScalarKind};
-pub use plan::{MsmPlan, PointSource};
-use plan::{full_chunk_bytes, Layout, FR_BYTES};
+pub use plan::{choose_multiples, modeled_ms, MsmPlan, MultiplesChoice, PointSource};
+use plan::{full_chunk_bytes, plan_with, windows, Layout, FR_BYTES};
 use profile::{Phase, Profile};
 use workspace::{ptr, Workspace};
 
@@ -143,6 +146,8 @@ struct Call<'a, C: Curve> {
     source: PointSource,
     /// The resident base array when `source` is resident.
     resident: Option<Arc<DeviceBuffer>>,
+    /// Its multiples when the plan reads them.
+    mults: Option<multiples::Shared>,
 }
 
 impl<C: Curve> Call<'_, C> {
@@ -172,22 +177,31 @@ fn run<C: Curve>(
     }
     let kind = scalars.kind();
     let (source, resident) = choose_source::<C>(gpu, bases, selection, n, kind, &tuning)?;
-    let p = plan::<C>(n, source, kind, &tuning, gpu.available()).map_err(|need| gpu.over_budget(need))?;
-    let l = Layout::new::<C>(p.chunk, p.c, source, kind, p.batch_levels, p.derived_keys);
+    let mults = match &resident {
+        Some(r) => multiples::for_call::<C>(gpu, bases, r, n, source, kind, &tuning)?,
+        None => None,
+    };
+    let shared = mults.as_ref().map(|m| (m.c, m.per));
+    let mut p = plan_with::<C>(n, source, kind, &tuning, gpu.available(), shared).map_err(|need| gpu.over_budget(need))?;
+    p.multiples_bytes = mults.as_ref().map_or(0, |m| m.buf.reserved_bytes());
+    let l = Layout::with_sets::<C>(p.chunk, p.c, p.per, source, kind, p.batch_levels, p.derived_keys);
     let ta = Instant::now();
     let ws = Workspace::new::<C>(gpu, &l)?;
     let alloc = ta.elapsed();
-    let call = Call::<C> { bases, selection, scalars, n, m: p.chunk, source, resident };
+    let call = Call::<C> { bases, selection, scalars, n, m: p.chunk, source, resident, mults };
     let sums = run_chunks(gpu, &call, &p, &ws, &tuning)?;
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
     sums.prof.report(|| {
         format!(
-            "G{}, {n} points, c = {}, {} windows, {} chunk(s) of {}, {} batch-affine levels, kernels {:.1} ms; \
+            "G{}, {n} points, c = {}, {} windows in {} bucket sets ({} copies of the bases), {} chunk(s) of {}, \
+             {} batch-affine levels, kernels {:.1} ms; \
              host: wall {:.1} ms = device lock {:.1} + source and plan {:.1} + workspace alloc {:.1} + the rest, \
              of which staging uploads {:.1}",
             C::GROUP,
             p.c,
-            256u32.div_ceil(p.c),
+            windows(p.c),
+            p.sets(),
+            p.per,
             p.chunks,
             p.chunk,
             p.batch_levels,
@@ -200,7 +214,7 @@ fn run<C: Curve>(
         )
     })?;
     drop(ws);
-    let acc = combine::<C>(&sums.windows, p.c) + sums.ones;
+    let acc = combine::<C>(&sums.windows, p.c * p.per) + sums.ones;
     gpu.set_timings(OpTimings {
         upload: sums.upload,
         compute: t0.elapsed().saturating_sub(sums.upload),
@@ -212,11 +226,12 @@ fn run<C: Curve>(
     Ok((acc, Some(p)))
 }
 
-/// The window sums (top first: acc = acc * 2^c + W_w, Horner over windows).
-fn combine<C: Curve>(windows: &[C::Proj], c: u32) -> C::Proj {
+/// The bucket sets' sums, `bits` apart (c * per; top first: acc = acc * 2^bits + S_g,
+/// Horner over the sets).
+fn combine<C: Curve>(sets: &[C::Proj], bits: u32) -> C::Proj {
     let mut acc = C::Proj::identity();
-    for w in windows.iter().rev() {
-        for _ in 0..c {
+    for w in sets.iter().rev() {
+        for _ in 0..bits {
             acc = acc.double();
         }
         acc += w;
@@ -275,7 +290,7 @@ fn run_chunks<C: Curve>(
 ) -> Result<ChunkSums<C>, GpuError> {
     let sum_only = matches!(call.scalars, Scalars::AllOne);
     let k = C::kernels(&gpu.kernels);
-    let windows = 256usize.div_ceil(p.c as usize);
+    let windows = p.sets() as usize;
     let results = if sum_only { 1 } else { windows + 1 };
     let in_free = [Event::new(false)?, Event::new(false)?];
     let mut readback = [gpu.pinned().alloc(ws.jac[0].len_bytes())?, gpu.pinned().alloc(ws.jac[0].len_bytes())?];
@@ -310,7 +325,12 @@ fn run_chunks<C: Curve>(
             (PointSource::Resident { indexed: true }, Some(r)) => (r.ptr(), ptr(&ws.idx[s])),
             _ => (ptr(&ws.points[s]), 0u64),
         };
-        let chunk = ChunkPoints { pts, idx, len };
+        let (mults, mult_stride) = match (&call.mults, call.source) {
+            (Some(m), PointSource::Resident { indexed: false }) => (m.buf.ptr() + (lo * C::AFFINE_BYTES) as u64, m.len),
+            (Some(m), _) => (m.buf.ptr(), m.len),
+            (None, _) => (0, 0),
+        };
+        let chunk = ChunkPoints { pts, idx, len, mults, mult_stride };
         let jac = ws.jac[s].ptr();
         if j >= 2 {
             // The readback of chunk j - 2 from this jac slot is done (consumed below).
@@ -324,7 +344,7 @@ fn run_chunks<C: Curve>(
                 Scalars::Device(d) => d.ptr() + (lo * FR_BYTES) as u64,
                 _ => ptr(&ws.scalars[s]),
             };
-            window_sums::<C>(gpu, &k, ws, p, &chunk, scalars, jac, tuning.msm_ba_group, &mut sums.prof)?;
+            window_sums::<C>(gpu, &k, ws, p, &chunk, scalars, jac, tuning.msm_ba_group, tuning.msm_scatter_per_set, &mut sums.prof)?;
             ptr(&ws.class)
         };
         // The scalar-one points (or, for a sum, all of them) after the windows.

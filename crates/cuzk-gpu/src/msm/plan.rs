@@ -224,7 +224,22 @@ impl Layout {
     /// stored. Scalars already on the device take no scalar buffers (chunks read them in
     /// place); a sum takes neither scalars nor buckets.
     pub(crate) fn new<C: Curve>(m: usize, c: u32, source: PointSource, scalars: ScalarKind, batch: u32, derived: bool) -> Layout {
+        Layout::with_sets::<C>(m, c, 1, source, scalars, batch, derived)
+    }
+
+    /// As [`Layout::new`], with windows sharing bucket sets `per` at a time (precomputed
+    /// multiples; `per` = 1: a bucket set per window).
+    pub(crate) fn with_sets<C: Curve>(
+        m: usize,
+        c: u32,
+        per: u32,
+        source: PointSource,
+        scalars: ScalarKind,
+        batch: u32,
+        derived: bool,
+    ) -> Layout {
         let (x, windows) = (C::XYZZ_BYTES, 256usize.div_ceil(c as usize));
+        let sets = bucket_sets(c, per) as usize;
         let half = 1usize << (c - 1);
         let mut l = Layout {
             points: if source == PointSource::Streamed {
@@ -245,7 +260,9 @@ impl Layout {
         if scalars == ScalarKind::AllOne {
             l.jac = C::JAC_BYTES;
         } else {
-            let slots = windows * m;
+            // Every bucket set's region holds `per` windows' entries (the last set's may be
+            // partly unused).
+            let slots = sets * per as usize * m;
             let mut l1 = slots.div_ceil(RUN_CHUNK);
             if batch > 0 {
                 // Windows go through the levels in groups as large as the XYZZ phase's carry
@@ -260,15 +277,15 @@ impl Layout {
             let segs = segments(half);
             l.scalars = if scalars == ScalarKind::Host { m * FR_BYTES } else { 0 };
             l.class = m;
-            l.cursor = windows * (half + 1) * 4;
+            l.cursor = sets * (half + 1) * 4;
             l.entries = slots * 4;
             l.keys = if derived { 0 } else { slots * 4 };
             l.carry_a = l1 * (x + 4);
             l.carry_b = l2 * (x + 4);
-            l.buckets = windows * half * x;
-            l.segs = windows * segs * x;
-            l.jac = (windows + 1) * C::JAC_BYTES;
-            reds.push(reduce_steps(windows * segs, windows));
+            l.buckets = sets * half * x;
+            l.segs = sets * segs * x;
+            l.jac = (sets + 1) * C::JAC_BYTES;
+            reds.push(reduce_steps(sets * segs, sets));
         }
         for r in reds {
             // Outputs alternate between red_a and red_b, the first (largest) in red_a.
@@ -325,6 +342,124 @@ pub struct MsmPlan {
     pub batch_levels: u32,
     /// Bucket keys derived from the scatter's cursors rather than stored.
     pub derived_keys: bool,
+    /// Windows per bucket set: 1, or the copies of the bases (themselves and their
+    /// precomputed multiples 2^(c j) P, j < per) the call reads, resident on the device.
+    pub per: u32,
+    /// Device bytes of those multiples (0: none; not part of `work_bytes`).
+    pub multiples_bytes: usize,
+}
+
+impl MsmPlan {
+    /// Bucket sets of the call (one per window when `per` is 1).
+    pub fn sets(&self) -> u32 {
+        bucket_sets(self.c, self.per)
+    }
+}
+
+/// Windows of c bits (one more digit than 255 bits need, for the last signed digit's carry).
+pub(crate) fn windows(c: u32) -> u32 {
+    256u32.div_ceil(c)
+}
+
+/// Bucket sets of c-bit windows shared `per` at a time.
+pub(crate) fn bucket_sets(c: u32, per: u32) -> u32 {
+    windows(c).div_ceil(per.max(1))
+}
+
+/// The bit from which an entry holds its multiple's number j (kernels/msm.cuh): 31 without
+/// multiples (entries are plain indices below the sign bit), else the bits of the chunk's
+/// largest index; None when per - 1 does not fit above them.
+pub(crate) fn entry_shift(m: usize, per: u32) -> Option<u32> {
+    if per <= 1 {
+        return Some(31);
+    }
+    let shift = (usize::BITS - m.saturating_sub(1).leading_zeros()).max(1);
+    let top = ((per as u64 - 1) << shift) | ((1u64 << shift) - 1);
+    (top < 1 << 31).then_some(shift)
+}
+
+/// One choice of window width and bucket-set sharing, and the time the model gives it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct MultiplesChoice {
+    pub c: u32,
+    pub per: u32,
+    /// Device bytes of the multiples (per - 1 copies of the bases).
+    pub bytes: usize,
+    /// The model's time for the bucket work of the call, in ms (an estimate, see
+    /// [`modeled_ms`]).
+    pub modeled_ms: f64,
+}
+
+/// Nanoseconds per mixed bucket addition: on the H200 2^31 of them took 872 ms at c = 16
+/// (bench/NOTES.md, 2026-12-04, third session).
+const NS_PER_ADD: f64 = 0.41;
+/// Nanoseconds per entry of the scatter while its open buckets' write fronts fit the L2
+/// cache (98 ms for the 2^31 entries at c = 16, derived keys) and when they do not (284 ms for
+/// 12 x 2^27 entries at c = 22: 100 MB of cursors, 200 MB of fronts).
+const NS_PER_SCATTER: (f64, f64) = (0.046, 0.18);
+/// Bytes of open write fronts the model lets the scatter keep in L2 (a 32-byte sector per
+/// bucket; 50 MB of L2 on the H100 and the H200).
+const SCATTER_FRONT_BYTES: usize = 24 << 20;
+/// Nanoseconds per bucket of the window reduction (two XYZZ additions).
+const NS_PER_BUCKET: f64 = 1.2;
+
+/// The model's time in ms for the bucket work of `n` general scalars at c-bit windows,
+/// `per` windows per bucket set, the scatter taking `at_once` bucket sets per pass (all of
+/// them, or one). An estimate from the phase times measured on the H200 at c = 16 and 22
+/// (the constants above), for choosing, not for reporting.
+pub fn modeled_ms(n: usize, c: u32, per: u32, at_once: u32) -> f64 {
+    let entries = n as f64 * windows(c) as f64;
+    let sets = bucket_sets(c, per);
+    let front = at_once.clamp(1, sets) as usize * (1usize << (c - 1)) * 32;
+    let scatter = if front <= SCATTER_FRONT_BYTES { NS_PER_SCATTER.0 } else { NS_PER_SCATTER.1 };
+    // A pass per group of sets reads the scalars again (32 bytes each at about 3 TB/s).
+    let passes = sets.div_ceil(at_once.clamp(1, sets)) as f64;
+    let reads = passes * n as f64 * 32.0 / 3.0;
+    (entries * (NS_PER_ADD + scatter) + sets as f64 * (1u64 << (c - 1)) as f64 * NS_PER_BUCKET + reads / 1e3) / 1e6
+}
+
+/// Widths the chooser considers.
+const CHOICE_WINDOWS: std::ops::RangeInclusive<u32> = 12..=22;
+
+/// The width and sharing for `n` general scalars over `bases` resident bases of `affine`
+/// bytes each, with at most `max_per` copies (1: none) and `room` device bytes for the
+/// multiples, the scatter taking one bucket set per pass when `per_set`, else all: the
+/// choice the model ([`modeled_ms`]) times fastest; `fixed_c` forces the width. Windows per
+/// set never exceed the windows there are, and the entries must hold the multiple's number
+/// ([`entry_shift`] for chunks of `m` points).
+pub fn choose_multiples(
+    n: usize,
+    m: usize,
+    bases: usize,
+    affine: usize,
+    max_per: u32,
+    room: usize,
+    per_set: bool,
+    fixed_c: Option<u32>,
+) -> MultiplesChoice {
+    let widths = match fixed_c {
+        Some(c) => c..=c,
+        None => CHOICE_WINDOWS,
+    };
+    let mut best: Option<MultiplesChoice> = None;
+    for c in widths {
+        for per in 1..=max_per.clamp(1, windows(c)) {
+            let bytes = (per as usize - 1) * bases * affine;
+            if bytes > room || entry_shift(m, per).is_none() {
+                continue;
+            }
+            let at_once = if per_set { 1 } else { bucket_sets(c, per) };
+            let t = modeled_ms(n, c, per, at_once);
+            // Fewer copies win a tie (or a difference under 1%).
+            if best.is_none_or(|b| t < b.modeled_ms * 0.99) {
+                best = Some(MultiplesChoice { c, per, bytes, modeled_ms: t });
+            }
+        }
+    }
+    best.unwrap_or_else(|| {
+        let c = fixed_c.unwrap_or(16);
+        MultiplesChoice { c, per: 1, bytes: 0, modeled_ms: modeled_ms(n, c, 1, if per_set { 1 } else { windows(c) }) }
+    })
 }
 
 /// The plan for `n` points from `source` times `scalars`, under `tuning`, with `available`
@@ -340,19 +475,38 @@ pub(crate) fn plan<C: Curve>(
     tuning: &GpuTuning,
     available: usize,
 ) -> Result<MsmPlan, usize> {
+    plan_with::<C>(n, source, scalars, tuning, available, None)
+}
+
+/// As [`plan`], with `shared` = (c, per) when the call reads `per` resident copies of its
+/// bases (precomputed multiples, [`choose_multiples`]): that width at every chunk size, no
+/// batch-affine levels, and chunks whose indices leave room for the multiple's number.
+pub(crate) fn plan_with<C: Curve>(
+    n: usize,
+    source: PointSource,
+    scalars: ScalarKind,
+    tuning: &GpuTuning,
+    available: usize,
+    shared: Option<(u32, u32)>,
+) -> Result<MsmPlan, usize> {
     let sum_only = scalars == ScalarKind::AllOne;
+    let shared = shared.filter(|&(_, per)| per > 1 && !sum_only);
     let device_scalars = scalars == ScalarKind::Device;
     let uploads = scalars == ScalarKind::Host || source != (PointSource::Resident { indexed: false });
     let mut m = n.clamp(1, max_chunk(uploads, device_scalars && source == PointSource::Streamed, tuning));
     loop {
-        let c = window_for(m, tuning);
-        let levels = if C::GROUP == 1 && !sum_only && !uploads {
+        let (c, per) = shared.unwrap_or((window_for(m, tuning), 1));
+        if entry_shift(m, per).is_none() {
+            m = m.div_ceil(2);
+            continue;
+        }
+        let levels = if per == 1 && C::GROUP == 1 && !sum_only && !uploads {
             levels_for(m, tuning.msm_batch_min_log, tuning.msm_batch_levels)
         } else {
             0
         };
         let derived_keys = !sum_only && levels == 0 && tuning.msm_derived_keys;
-        let bytes = Layout::new::<C>(m, c, source, scalars, levels, derived_keys).bytes();
+        let bytes = Layout::with_sets::<C>(m, c, per, source, scalars, levels, derived_keys).bytes();
         if bytes <= available {
             return Ok(MsmPlan {
                 n,
@@ -364,6 +518,8 @@ pub(crate) fn plan<C: Curve>(
                 resident_bytes: 0,
                 batch_levels: levels,
                 derived_keys,
+                per,
+                multiples_bytes: 0,
             });
         }
         if m <= MIN_CHUNK {
@@ -589,6 +745,104 @@ mod tests {
         assert_eq!(inv_scratch_bytes(INV_DIRECT), 0);
         let (n, t) = (INV_DIRECT * INV_GROUP * 3, INV_DIRECT * 3);
         assert_eq!(inv_scratch_bytes(n), (n + t) * FQ_BYTES + (t + t / INV_GROUP) * FQ_BYTES);
+    }
+
+    const GIB: usize = 1 << 30;
+    /// The H MSM of a 32 GiB partition: 2^27 - 1 points over 2^27 resident bases.
+    const H_N: usize = (1 << 27) - 1;
+    const H_BASES: usize = 1 << 27;
+
+    /// The room a budget leaves for multiples beside the 32 GiB partition's resident
+    /// parameters (`params` bytes) and its H step (msm/multiples.rs `room`).
+    fn room_beside(budget: usize, params: usize) -> usize {
+        let work = plan::<G1>(H_N, RES, ScalarKind::Device, &default(), usize::MAX).unwrap().work_bytes;
+        super::super::multiples::room(budget, params, H_N, work)
+    }
+
+    /// The multiple's number fits above the chunk's indices, below the sign bit.
+    #[test]
+    fn entry_shift_leaves_room() {
+        assert_eq!(entry_shift(H_N, 1), Some(31), "no multiples: plain indices");
+        assert_eq!(entry_shift(1 << 27, 16), Some(27));
+        assert_eq!(entry_shift(1 << 27, 17), None);
+        assert_eq!(entry_shift((1 << 27) + 1, 8), Some(28));
+        assert_eq!(entry_shift((1 << 27) + 1, 9), None);
+        assert_eq!(entry_shift(1, 2), Some(1));
+        for (m, per) in [(1000usize, 3u32), (1 << 22, 13), (H_N, 16)] {
+            let sh = entry_shift(m, per).unwrap();
+            assert!((m - 1) < 1 << sh && ((per as u64 - 1) << sh) + (1 << sh) - 1 < 1 << 31, "{m} {per}");
+        }
+        // A plan whose chunk cannot hold the multiple's number halves it until it does.
+        let p = plan_with::<G1>(1 << 28, RES, ScalarKind::Device, &default(), usize::MAX, Some((16, 16))).unwrap();
+        assert!(entry_shift(p.chunk, 16).is_some() && p.chunk <= 1 << 27, "{p:?}");
+    }
+
+    /// Windows sharing bucket sets: cursors, buckets and segments per set, the entries
+    /// still one slot per (scalar, window) at least, the results one per set plus the ones.
+    #[test]
+    fn shared_sets_layout() {
+        let m = 1 << 20;
+        for (c, per) in [(16u32, 1u32), (16, 4), (19, 5), (20, 13), (13, 2)] {
+            let sets = bucket_sets(c, per) as usize;
+            assert_eq!(sets, windows(c).div_ceil(per) as usize);
+            let l = Layout::with_sets::<G1>(m, c, per, RES, ScalarKind::Device, 0, true);
+            let half = 1usize << (c - 1);
+            assert_eq!(l.cursor, sets * (half + 1) * 4, "c {c} per {per}");
+            assert_eq!(l.buckets, sets * half * G1::XYZZ_BYTES);
+            assert_eq!(l.jac, (sets + 1) * G1::JAC_BYTES);
+            assert!(l.entries >= windows(c) as usize * m * 4 && l.entries == sets * per as usize * m * 4);
+        }
+        assert_eq!(
+            Layout::with_sets::<G1>(m, 16, 1, RES, ScalarKind::Device, 0, true).bytes(),
+            Layout::new::<G1>(m, 16, RES, ScalarKind::Device, 0, true).bytes(),
+            "per 1 is today's layout"
+        );
+        let p = plan_with::<G1>(H_N, RES, ScalarKind::Device, &default(), usize::MAX, Some((19, 5))).unwrap();
+        assert_eq!((p.c, p.per, p.sets(), p.batch_levels), (19, 5, 3, 0));
+        let six = tuned(|t| (t.msm_batch_levels, t.msm_batch_min_log) = (6, 0));
+        let p = plan_with::<G1>(H_N, RES, ScalarKind::Device, &six, usize::MAX, Some((19, 5))).unwrap();
+        assert_eq!(p.batch_levels, 0, "no batch-affine levels over multiples");
+        let sum = plan_with::<G1>(H_N, RES, ScalarKind::AllOne, &default(), usize::MAX, Some((19, 5))).unwrap();
+        assert_eq!(sum.per, 1, "a sum has no windows");
+    }
+
+    /// Without multiples or a pass per set the model picks today's 16-bit windows (what the
+    /// H200 measured best); every choice stays within its room and the windows there are.
+    #[test]
+    fn the_model_keeps_todays_width_without_room() {
+        let none = choose_multiples(H_N, H_N, H_BASES, G1::AFFINE_BYTES, 16, 0, false, None);
+        assert_eq!((none.c, none.per, none.bytes), (16, 1, 0));
+        let off = choose_multiples(H_N, H_N, H_BASES, G1::AFFINE_BYTES, 1, usize::MAX, false, None);
+        assert_eq!((off.c, off.per), (16, 1), "msm_multiples = 1: none");
+        let forced = choose_multiples(H_N, H_N, H_BASES, G1::AFFINE_BYTES, 16, 0, false, Some(20));
+        assert_eq!((forced.c, forced.per), (20, 1), "a forced width with no room");
+        // A pass per set: the open buckets of one set fit L2 up to c = 20.
+        let per_set = choose_multiples(H_N, H_N, H_BASES, G1::AFFINE_BYTES, 1, 0, true, None);
+        assert_eq!((per_set.c, per_set.per), (20, 1));
+        assert!(per_set.modeled_ms < none.modeled_ms);
+    }
+
+    /// The budgets of issue #35: an H200 (141 GB; the 32 GiB parameters, about 45 GiB of
+    /// points, and its compiled circuit, 8.5 GiB, resident) takes multiples within its room;
+    /// a 24 GB card and a 14 GiB budget, whose H steps leave no room, take none.
+    #[test]
+    fn multiples_per_budget() {
+        let params = 45 * GIB + 17 * GIB / 2;
+        let h200 = room_beside(132 * GIB, params);
+        assert!(h200 > 50 * GIB && h200 < 70 * GIB, "H200 room {h200}");
+        let pick = choose_multiples(H_N, H_N, H_BASES, G1::AFFINE_BYTES, 16, h200, false, None);
+        let today = modeled_ms(H_N, 16, 1, 16);
+        assert!(pick.per > 1 && pick.bytes <= h200 && pick.bytes == (pick.per as usize - 1) * H_BASES * 96, "{pick:?}");
+        assert!(pick.per <= windows(pick.c) && entry_shift(H_N, pick.per).is_some());
+        assert!(pick.modeled_ms < today * 0.95, "{pick:?} against {today:.0} ms");
+        // Each more copy is 12 GiB; the choice never takes more than the room holds.
+        for room in [0, 12 * GIB, 13 * GIB, 30 * GIB, 60 * GIB] {
+            let p = choose_multiples(H_N, H_N, H_BASES, G1::AFFINE_BYTES, 16, room, false, None);
+            assert!(p.bytes <= room, "{room}: {p:?}");
+        }
+        assert_eq!(room_beside(22 * GIB, 11 * GIB), 0, "a 24 GB card");
+        assert_eq!(room_beside(14 * GIB, 7 * GIB), 0, "a 14 GiB budget");
+        assert_eq!(room_beside(14 * GIB, 0), 0, "a 14 GiB budget with nothing resident");
     }
 
     #[test]
