@@ -10,6 +10,7 @@
 // msm.rs's `batch_affine` (which drives the same kernels on the GPU); the GPU test
 // `batch_affine_levels_match_cpu` checks that one against the CPU backend.
 #include "../msm_affine.cuh"
+#include "msm_phase.h"
 
 #include <cstdio>
 #include <random>
@@ -38,31 +39,6 @@ static bool same_point(const X& a, const X& b) {
     return a.X * b.ZZ == b.X * a.ZZ && a.Y * b.ZZZ == b.Y * a.ZZZ;
 }
 
-// msm.cuh's XYZZ bucket phase over `len` key-sorted slots (level 1, then the carries folded
-// level by level), as msm.rs's bucket_phase drives it. keys null: derived from `ends`.
-static void xyzz_phase(const A* pts, const uint32_t* entries, const uint32_t* keys, const uint32_t* ends,
-                       uint64_t region, uint32_t half, uint64_t len, uint32_t cap, std::vector<X>& buckets) {
-    uint64_t chunks = (len + cap - 1) / cap;
-    std::vector<X> carry_vals(chunks);
-    std::vector<uint32_t> carry_keys(chunks);
-    cuzk_host_launch(chunks, 64, [&] {
-        msm_bucket_runs_affine<fq_t>(entry_points<fq_t>{pts, nullptr, nullptr, 0, 31}, entries, keys, len, cap, buckets.data(), carry_vals.data(),
-                                     carry_keys.data(), ends, region, half);
-    });
-    while (chunks > 1) {
-        const uint64_t level_len = chunks;
-        chunks = (level_len + cap - 1) / cap;
-        std::vector<X> next_vals(chunks);
-        std::vector<uint32_t> next_keys(chunks);
-        cuzk_host_launch(chunks, 64, [&] {
-            msm_bucket_runs_xyzz<fq_t>(carry_vals.data(), carry_keys.data(), level_len, cap, buckets.data(),
-                                       next_vals.data(), next_keys.data());
-        });
-        carry_vals.swap(next_vals);
-        carry_keys.swap(next_keys);
-    }
-}
-
 // Keys derived from the cursors (msm.cuh's derived_keys, used when msm_scatter stores none)
 // against the stored keys: every slot asked on its own and all of them in order, then the
 // XYZZ bucket phase over the entries with derived keys, in chunks that straddle windows.
@@ -79,7 +55,7 @@ static int check_derived(const std::vector<A>& bases, const std::vector<uint32_t
     }
     for (uint32_t cap : {3u, 7u, 32u}) {
         std::vector<X> buckets(want.size(), X::inf());
-        xyzz_phase(bases.data(), entries.data(), nullptr, cursor.data(), m, half, keys.size(), cap, buckets);
+        xyzz_phase<fq_t>(entry_points<fq_t>{bases.data(), nullptr, nullptr, 0, 31}, entries.data(), nullptr, cursor.data(), m, half, keys.size(), cap, buckets);
         for (size_t k = 0; k < want.size(); k++) bad += !same_point(want[k], buckets[k]);
     }
     return bad;
@@ -198,7 +174,7 @@ static int check(uint32_t levels, uint32_t G, uint32_t g) {
             cur = lo;
         }
         // The XYZZ bucket phase over what the levels left (null entries), carries folded.
-        xyzz_phase(in_pts, nullptr, in_keys, nullptr, 0, half, gg * in_stride, 4, buckets);
+        xyzz_phase<fq_t>(entry_points<fq_t>{in_pts, nullptr, nullptr, 0, 31}, nullptr, in_keys, nullptr, 0, half, gg * in_stride, 4, buckets);
     }
     int bad = 0;
     for (uint32_t k = 0; k < windows * half; k++) bad += !same_point(want[k], buckets[k]);

@@ -7,19 +7,23 @@
 //!   `cuzk_groth16::shape::random_points` (on the device:
 //!   `gpu_equivalence::random_points_on_the_device_equal_the_hosts`);
 //! - the constraint evaluation (kernels/eval.cuh) against
-//!   `cuzk_groth16::compiled::CompiledCircuit::evaluate_checked`.
+//!   `cuzk_groth16::compiled::CompiledCircuit::evaluate_checked`;
+//! - a whole G1 MSM (kernels/msm.cuh), with precomputed multiples (kernels/multiples.cuh)
+//!   and windows sharing bucket sets, against blstrs.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use bellperson::{Circuit, ConstraintSystem, SynthesisError, Variable};
-use blstrs::{G1Projective, G2Projective, Scalar};
+use blstrs::{G1Affine, G1Projective, G2Projective, Scalar};
 use cuzk_groth16::compiled::{compile, CompiledCircuit};
 use cuzk_groth16::points::{point_bytes as bytes, PlainPoint};
 use cuzk_groth16::shape::{random_points, run_seeds, RUN_LOG};
 use cuzk_groth16::testing::SyntheticCircuit;
 use ff::Field;
+use group::prime::PrimeCurveAffine;
+use group::{Curve, Group};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -345,4 +349,91 @@ fn constraint_evaluation_kernel_equals_the_cpu_on_the_host() {
     assert!(short.as_ref().is_err_and(|e| e.contains("short input")), "{short:?}");
     let outside = run_eval_check(&bin, &eval_input(compiled, &z[..1]));
     assert!(outside.as_ref().is_err_and(|e| e.contains("reads column")), "{outside:?}");
+}
+
+/// msm_check's multiples and result for `bases` and `scalars` at c-bit windows, `per`
+/// windows per bucket set.
+fn kernel_msm(bin: &Path, bases: &[G1Affine], scalars: &[Scalar], c: u32, per: u32, per_set: bool, derived: bool) -> (Vec<u8>, Vec<u8>) {
+    let n = bases.len() as u64;
+    let mut input: Vec<u8> =
+        [n, c as u64, per as u64, per_set as u64, derived as u64].iter().flat_map(|x| x.to_le_bytes()).collect();
+    input.extend_from_slice(bytes(bases));
+    input.extend_from_slice(scalar_bytes(scalars));
+    let mut child = Command::new(bin).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    child.stdin.take().unwrap().write_all(&input).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "msm_check failed: {}", String::from_utf8_lossy(&out.stderr));
+    let m = (per as usize - 1) * bases.len() * 96;
+    assert_eq!(out.stdout.len(), m + 96, "msm_check's output length");
+    (out.stdout[..m].to_vec(), out.stdout[m..].to_vec())
+}
+
+/// The MSM kernels on the host equal blstrs, with and without precomputed multiples: widths
+/// that do not divide 255 (and 4, 8 and 16, which do divide 256), bucket sets of one window,
+/// of some and of all of them, the scatter in one pass and a pass per set, derived and stored
+/// keys; scalars random with 0, 1 and -1 among them, all zero and all one; identity bases
+/// among random ones. The multiples themselves equal 2^(c j) P.
+#[test]
+fn msm_with_shared_bucket_sets_matches_blstrs_on_the_host() {
+    let dir = tempfile::tempdir().unwrap();
+    let bin = build("msm_check", dir.path());
+    let n = 700;
+    let mut bases = random_points::<G1Projective>(n, 5, 3);
+    for i in [0, 17, 18, 399] {
+        bases[i] = G1Affine::identity();
+    }
+    let mut rng = ChaCha8Rng::seed_from_u64(35);
+    let mut mixed: Vec<Scalar> = (0..n).map(|_| Scalar::random(&mut rng)).collect();
+    for (i, v) in mixed.iter_mut().enumerate() {
+        match i % 7 {
+            0 => *v = Scalar::ZERO,
+            1 => *v = Scalar::ONE,
+            2 => *v = -Scalar::ONE,
+            3 => *v = Scalar::from(rng.gen::<u32>() as u64),
+            _ => {}
+        }
+    }
+    let zeros = vec![Scalar::ZERO; n];
+    let ones = vec![Scalar::ONE; n];
+    let want = |s: &[Scalar]| -> G1Affine {
+        bases.iter().zip(s).map(|(p, k)| G1Projective::from(p) * k).sum::<G1Projective>().to_affine()
+    };
+    let (w_mixed, w_zeros, w_ones) = (want(&mixed), want(&zeros), want(&ones));
+    assert!(bool::from(w_zeros.is_identity()));
+    // (c, per, one set per pass, derived keys)
+    let configs = [
+        (4u32, 1u32, false, true),
+        (5, 3, false, true),
+        (7, 2, true, true),
+        (7, 37, false, false),
+        (8, 16, true, true),
+        (11, 4, false, false),
+        (13, 20, true, true),
+        (13, 2, true, false),
+        (16, 1, false, true),
+        (16, 5, true, true),
+    ];
+    for (c, per, per_set, derived) in configs {
+        for (what, s, w) in [("mixed", &mixed, w_mixed), ("zero", &zeros, w_zeros), ("one", &ones, w_ones)] {
+            let (mults, got) = kernel_msm(&bin, &bases, s, c, per, per_set, derived);
+            assert!(got == bytes(&[w]), "c {c}, per {per}, per_set {per_set}, derived {derived}, {what} scalars: the MSM differs from blstrs");
+            if what != "mixed" {
+                continue;
+            }
+            // Copy j = 2^c * copy j - 1, by doublings in blstrs.
+            let mut copy: Vec<G1Projective> = bases.iter().map(G1Projective::from).collect();
+            for j in 1..per as usize {
+                for p in copy.iter_mut() {
+                    for _ in 0..c {
+                        *p = p.double();
+                    }
+                }
+                let aff: Vec<G1Affine> = copy.iter().map(|p| p.to_affine()).collect();
+                let got = &mults[(j - 1) * n * 96..j * n * 96];
+                if let Some(i) = (0..n).find(|&i| got[i * 96..(i + 1) * 96] != bytes(&aff)[i * 96..(i + 1) * 96]) {
+                    panic!("c {c}, per {per}: multiple {j} of base {i} differs from blstrs");
+                }
+            }
+        }
+    }
 }
