@@ -49,6 +49,11 @@ pub struct ShapeBenchArgs {
     /// prover's split_threads=N (0: the global pool); the rest as in the rounds. Repeatable.
     #[arg(long = "variant")]
     pub variants: Vec<String>,
+    /// Proofs per variant. With more than one, each round's wall and H MSM kernel time are
+    /// printed, the first labelled cold (a variant may build precomputed multiples or upload
+    /// there), and the median and spread of the rest.
+    #[arg(long, default_value_t = 1)]
+    pub variant_rounds: usize,
     /// Write the random parameters into an unlinked file in this directory as they are made
     /// (as the daemon's `[srs] host_release_dir` spills), and give their host pages back
     /// once the GPU holds them all; the rounds after it show what a released host copy
@@ -188,6 +193,12 @@ fn measured_mix(c1: &std::path::Path) -> Result<WitnessMix> {
     let job = cuzk_filecoin::PoRepJob::new(&input)?;
     let (w, _) = job.synthesize(0)?;
     Ok(WitnessMix::of(&w))
+}
+
+/// Median, min and max of `v` (sorted in place).
+fn median_spread(v: &mut [f64]) -> (f64, f64, f64) {
+    v.sort_by(f64::total_cmp);
+    (v[v.len() / 2], v[0], v[v.len() - 1])
 }
 
 /// The last h_msm call's own split: the H step's kernels (events) and host time uploading
@@ -469,18 +480,49 @@ fn gpu_budget(
         let base = gpu.tuning();
         let (gpu_tuning, prover_tuning) = variant_tunings(variant, &base)?;
         gpu.retune(gpu_tuning);
-        let result = one_proof(&gpu, srs, witness, blinding, reference, "gpu variant", &prover_tuning);
+        let rounds = args.variant_rounds.max(1);
+        let (mut walls, mut h_kernels) = (Vec::new(), Vec::new());
+        for round in 1..=rounds {
+            let result = one_proof(&gpu, srs, witness, blinding, reference, "gpu variant", &prover_tuning);
+            let (w, vt) = match result {
+                Ok(r) => r,
+                Err(e) => {
+                    gpu.retune(base);
+                    return Err(e);
+                }
+            };
+            let cold = if rounds > 1 && round == 1 { ", cold" } else { "" };
+            let plan = gpu.last_report().msm.map_or(String::new(), |p| {
+                format!("; last MSM c = {}, {} bucket sets, {} copies ({} MiB of multiples)", p.c, p.sets(), p.per, p.multiples_bytes >> 20)
+            });
+            println!(
+                "  variant {variant}, round {round}{cold}: wall {:.1} ms (h step {:.1}, msm h {:.1}, split after h {:.1}, L/A/B {:.1} ms; {}{plan})",
+                ms(w),
+                ms(vt.ntt_h),
+                ms(vt.msm_h),
+                ms(vt.split),
+                ms(vt.msm_l + vt.msm_a + vt.msm_b_g1 + vt.msm_b_g2),
+                h_msm_split(&gpu)
+            );
+            if round > 1 || rounds == 1 {
+                walls.push(ms(w));
+                h_kernels.push(ms(gpu.last_report().h_split.msm.kernels));
+            }
+        }
         gpu.retune(base);
-        let (w, vt) = result?;
-        println!(
-            "  variant {variant}: wall {:.1} ms (h step {:.1}, msm h {:.1}, split after h {:.1}, L/A/B {:.1} ms; {})",
-            ms(w),
-            ms(vt.ntt_h),
-            ms(vt.msm_h),
-            ms(vt.split),
-            ms(vt.msm_l + vt.msm_a + vt.msm_b_g1 + vt.msm_b_g2),
-            h_msm_split(&gpu)
-        );
+        if rounds > 1 {
+            let (w, h) = (median_spread(&mut walls), median_spread(&mut h_kernels));
+            println!(
+                "  variant {variant}: {} warm rounds, wall median {:.1} ms ({:.1}-{:.1}), H MSM kernels median {:.1} ms ({:.1}-{:.1})",
+                walls.len(),
+                w.0,
+                w.1,
+                w.2,
+                h.0,
+                h.1,
+                h.2
+            );
+        }
     }
     if args.host_h_round {
         let tuning = gpu.tuning();

@@ -167,6 +167,12 @@ impl ResidentCache {
         self.entries.iter().map(|e| e.buf.reserved_bytes()).sum()
     }
 
+    /// Drops the multiples of the bases `key` names (those in use by a running call stay
+    /// until it ends: its buffer is shared).
+    pub(crate) fn drop_multiples_of(&mut self, key: &ResidentKey) {
+        self.entries.retain(|e| !(e.key.multiples != 0 && ResidentKey { multiples: 0, ..e.key } == *key));
+    }
+
     /// The resident multiples of the bases `key` names, whatever their width: (c, per, buffer).
     pub(crate) fn multiples_of(&mut self, key: &ResidentKey) -> Option<(u32, u32, Arc<DeviceBuffer>)> {
         self.tick += 1;

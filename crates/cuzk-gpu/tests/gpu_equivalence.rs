@@ -779,6 +779,87 @@ fn bucket_keys_derived_and_stored_match_cpu() {
     say("bucket keys derived and stored: G1 (4 scalar kinds), G2 and H MSMs at the default width and 4 bits, and G1 in chunks of a 16 MiB arena, equal to the CPU backend");
 }
 
+/// Windows sharing bucket sets through precomputed multiples of resident bases (issue #35),
+/// and the scatter one set per pass, give the CPU backend's results: every (copies, width)
+/// the plan may take here, G1 MSMs from host scalars over resident bases (all of them, and
+/// selected by index as L, A and B are), the H MSM over device scalars, scalars random,
+/// PoRep-like, all in one bucket and minus one. The multiples are built once and kept (the
+/// second call over the same bases builds none), dropped when the tuning forbids them, and
+/// the driver's free memory is back at its start once the caches are released.
+#[test]
+fn multiples_and_bucket_sets_match_cpu() {
+    let Some((gpu, _serial)) = gpu() else { return };
+    gpu.release_caches().unwrap();
+    let (free0, _) = gpu.mem_info().unwrap();
+    let n = 1usize << 16;
+    let bases = random_bases(n, 300);
+    let odd = n - 7;
+    let idx: Vec<u32> = (0..odd as u32).map(|i| (i * 7919) % n as u32).collect();
+    // (copies allowed, forced width, a pass per set)
+    let variants = [
+        (1u32, None, true),
+        (1, Some(20), true),
+        (4, Some(16), false),
+        (4, Some(13), true),
+        (8, Some(7), false),
+        (16, Some(20), false),
+        (16, Some(22), true),
+        (16, None, false),
+    ];
+    for (copies, window, per_set) in variants {
+        gpu.retune(variant(|t| (t.msm_multiples, t.msm_window, t.msm_scatter_per_set) = (copies, window, per_set)));
+        let label = format!("{copies} copies, window {window:?}, per set {per_set}");
+        for (what, scalars) in [
+            ("random", random_scalars(odd, 301)),
+            ("porep-like", porep_scalars(odd, 302)),
+            ("one bucket", vec![Scalar::from(987654321u64); odd]),
+            ("minus one", vec![-Scalar::ONE; odd]),
+        ] {
+            check_msm(gpu, &format!("{what}, {label}"), &bases[..odd], &scalars);
+            let p = gpu.last_report().msm.unwrap();
+            assert!(copies > 1 || p.per == 1, "{label}: {p:?}");
+            assert!(p.per <= copies, "{label}: {p:?}");
+            if let Some(c) = window {
+                assert_eq!(p.c, c, "{label}: the forced width");
+            }
+            let want = CpuBackend.msm_g1(&bases, Selection::Indices(&idx), &scalars).unwrap();
+            let got = gpu.msm_g1(&bases, Selection::Indices(&idx), &scalars).unwrap();
+            assert_eq!(got, want, "indexed MSM {what}, {label}");
+        }
+        check_msm(gpu, &format!("random, {label}"), &bases[..odd], &random_scalars(odd, 306));
+        let built = gpu.last_report().msm.unwrap();
+        if copies >= 4 {
+            assert!(built.per > 1 && built.multiples_bytes > 0, "{label}: room on the device, but no multiples: {built:?}");
+        }
+        let (a, b, c) = h_inputs(n - 1, 303);
+        let hb = &bases[..n - 1];
+        let (want, _) = CpuBackend.h_msm(a.clone(), b.clone(), c.clone(), hb).unwrap();
+        let got = gpu.h_msm(a, b, c, hb).unwrap().0;
+        assert_eq!(got, want, "H MSM, {label}");
+        let h = gpu.last_report().msm.unwrap();
+        assert!(h.per <= copies, "{label}: {h:?}");
+        assert_arena_empty(gpu);
+        // Again over the same bases: nothing more is built or uploaded.
+        let resident = gpu.resident();
+        let s = random_scalars(odd, 304);
+        check_msm(gpu, &format!("again, {label}"), &bases[..odd], &s);
+        assert_eq!(gpu.resident(), resident, "{label}: the second call added to the resident arrays");
+        assert_eq!(gpu.last_report().msm.unwrap().per, built.per, "{label}: the second call's copies");
+        say(&format!("multiples: {label}: G1 {:?} sets {} copies {} ({} MiB); H MSM c = {} copies {}", built.c, built.sets(), built.per, built.multiples_bytes >> 20, h.c, h.per));
+    }
+    gpu.retune(GpuTuning::default());
+    let s = random_scalars(odd, 305);
+    check_msm(gpu, "default after multiples", &bases[..odd], &s);
+    assert_eq!(gpu.last_report().msm.unwrap().per, 1, "the default takes no multiples");
+    gpu.release_caches().unwrap();
+    let (free1, _) = gpu.mem_info().unwrap();
+    let c = gpu.arena_counters();
+    assert_eq!((c.in_use, c.buffers), (0, 0), "{c:?}");
+    let drift = free0.abs_diff(free1);
+    assert!(drift <= 1 << 20, "driver free memory moved by {drift} bytes ({free0} -> {free1})");
+    say("multiples and bucket sets: 8 variants, G1 (4 scalar kinds, all and indexed) and H MSMs equal to the CPU backend; memory back at its start");
+}
+
 /// Random parameter points made on the device equal the host generator's byte for byte: G1
 /// over more than one launch slice (2^22 points) with a partial last run, G2 a partial run;
 /// and a whole random parameter set made on the device equals the host's.

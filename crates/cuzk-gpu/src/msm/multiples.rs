@@ -6,10 +6,11 @@
 //! an allocation needs their room (they are evicted before any base array, resident.rs).
 //!
 //! The width and the copies are the plan's ([`choose_multiples`]), within the tuning's
-//! `msm_multiples` and the room the budget leaves: the budget less the resident parameters
-//! and circuits and less what an H step of the call's size and the call's own workspace
-//! need. Multiples already resident for these bases are used at their width whatever the
-//! room says now, so that a call never rebuilds another set beside them.
+//! `msm_multiples` and the room the budget leaves: the budget less everything resident
+//! (other arrays' multiples included) and less what an H step of the call's size and the
+//! call's own workspace need. Multiples already resident for these bases are used at their width whatever the
+//! room says now, so that a call never rebuilds another set beside them (unless the tuning
+//! changed: fewer copies, or another forced width, drops them).
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -37,8 +38,8 @@ pub(crate) struct Shared {
     pub(crate) len: usize,
 }
 
-/// What the budget leaves for multiples beside the resident parameters (multiples not
-/// counted), an H step of 2^log n and the call's workspace (`work` bytes).
+/// What the budget leaves for multiples beside the `resident` bytes (parameters, circuits,
+/// other multiples), an H step of 2^log n and the call's workspace (`work` bytes).
 pub(crate) fn room(budget: usize, resident: usize, n: usize, work: usize) -> usize {
     let log_n = usize::BITS - n.saturating_sub(1).leading_zeros();
     budget.saturating_sub(resident).saturating_sub(h_step_bytes(log_n.max(1)).max(work))
@@ -61,13 +62,22 @@ pub(crate) fn for_call<C: Curve>(
     }
     let key = ResidentKey::of(bases, C::GROUP);
     let len = bases.len();
-    if let Some((c, per, buf)) = gpu.resident.lock().unwrap().multiples_of(&key) {
-        return Ok(Some(Shared { c, per, buf, len }));
+    let fixed = tuning.msm_window.or(tuning.msm_wide_window.filter(|_| n >= 1 << 26));
+    let found = gpu.resident.lock().unwrap().multiples_of(&key);
+    if let Some((c, per, buf)) = found {
+        // Kept unless the tuning now forbids them (fewer copies, another forced width).
+        if per <= tuning.msm_multiples && fixed.is_none_or(|f| f == c) {
+            return Ok(Some(Shared { c, per, buf, len }));
+        }
+        drop(buf);
+        gpu.resident.lock().unwrap().drop_multiples_of(&key);
     }
     let work = plan::<C>(n, source, scalars, tuning, usize::MAX).map_or(0, |p| p.work_bytes);
-    let resident = gpu.resident.lock().unwrap().bytes();
+    // Everything resident counts here, other arrays' multiples included: the first call to
+    // take multiples (a proof's H MSM) takes the room, later ones what is left, and nothing
+    // is evicted to build them.
+    let resident = gpu.resident.lock().unwrap().all_bytes();
     let room = room(gpu.counters().budget, resident, n, work).min(gpu.available().saturating_sub(work));
-    let fixed = tuning.msm_window.or(tuning.msm_wide_window.filter(|_| n >= 1 << 26));
     let choice = choose_multiples(n, n, len, C::AFFINE_BYTES, tuning.msm_multiples, room, tuning.msm_scatter_per_set, fixed);
     if choice.per <= 1 {
         return Ok(None);
