@@ -5,6 +5,7 @@
 mod client;
 mod gpu_bench;
 mod kinds_bench;
+mod msm_plan;
 mod progress;
 mod setup_bench;
 mod engine_bench;
@@ -147,6 +148,10 @@ enum Cmd {
     /// cuzk's parameter setup against bellperson's generator on the fixtures' circuits, in
     /// the same run with the same toxic waste: times, their ratio, and the bytes compared.
     SetupBench(setup_bench::Args),
+    /// The H MSM's levers on paper (issue #35): additions, bucket memory, write fronts and
+    /// VRAM per window width, and the plan's width and precomputed multiples per budget, from
+    /// the plan's own model (no GPU; the model's times are estimates).
+    MsmPlan(msm_plan::Args),
     /// WinningPoSt, a WindowPoSt partition and SnapDeals on the 2 KiB fixtures, cuzk against
     /// filecoin-proofs' own provers in the same run (real inputs: the proofs verify).
     KindsBench {
@@ -498,6 +503,7 @@ fn run(cli: Cli) -> Result<()> {
         Cmd::ShapeBench(args) => shape_bench::run(&args)?,
         Cmd::EngineBench(args) => engine_bench::run(&args)?,
         Cmd::SetupBench(args) => setup_bench::run(&args, &progress::Stderr::new())?,
+        Cmd::MsmPlan(args) => msm_plan::run(&args)?,
         Cmd::KindsBench { backend, rounds } => {
             let be = select_backend(backend)?;
             kinds_bench::run(be.as_ref(), rounds)?

@@ -82,7 +82,7 @@ pub use backend::{GpuBackend, HSplit, HStep, LastReport, ProofFootprint};
 pub use device::{devices, driver_present, DeviceInfo, Gpu, OpTimings, UploadRates, VramBudget};
 pub use error::GpuError;
 pub use kernels::kernels_built;
-pub use msm::{choose_multiples, modeled_ms, MsmPlan, MultiplesChoice, PointSource};
+pub use msm::{choose_multiples, modeled_ms, multiples_room, MsmPlan, MultiplesChoice, PointSource};
 pub use pinned::{PinnedBuffer, PinnedCounters, PinnedPool};
 pub use tuning::{GpuTuning, NttPasses};
 

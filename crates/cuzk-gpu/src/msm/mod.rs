@@ -24,6 +24,7 @@ mod buckets;
 mod chunk;
 mod curve;
 mod multiples;
+pub use multiples::multiples_room;
 mod plan;
 mod profile;
 mod workspace;

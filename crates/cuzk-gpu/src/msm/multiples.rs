@@ -45,6 +45,15 @@ pub(crate) fn room(budget: usize, resident: usize, n: usize, work: usize) -> usi
     budget.saturating_sub(resident).saturating_sub(h_step_bytes(log_n.max(1)).max(work))
 }
 
+/// The room for multiples of a call of `n` points over resident bases with scalars on the
+/// device (the H MSM), default tuning, on a device of `budget` bytes holding `resident`
+/// bytes: what the plan may spend (benches print it, `cuzk-bench msm-plan`).
+pub fn multiples_room(budget: usize, resident: usize, n: usize) -> usize {
+    let work = plan::<super::G1>(n, PointSource::Resident { indexed: false }, ScalarKind::Device, &GpuTuning::default(), usize::MAX)
+        .map_or(0, |p| p.work_bytes);
+    room(budget, resident, n, work)
+}
+
 /// The multiples of `bases` (resident in `base_buf`) for a call of `n` general or one
 /// scalars of kind `scalars` over them, when the tuning and the budget let the plan take
 /// them: resident already, or built now. None: the call runs without.

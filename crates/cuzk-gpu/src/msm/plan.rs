@@ -424,7 +424,8 @@ const CHOICE_WINDOWS: std::ops::RangeInclusive<u32> = 12..=22;
 /// The width and sharing for `n` general scalars over `bases` resident bases of `affine`
 /// bytes each, with at most `max_per` copies (1: none) and `room` device bytes for the
 /// multiples, the scatter taking one bucket set per pass when `per_set`, else all: the
-/// choice the model ([`modeled_ms`]) times fastest; `fixed_c` forces the width. Windows per
+/// choice the model ([`modeled_ms`]) times fastest, each copy paying 1% of it; `fixed_c`
+/// forces the width. Windows per
 /// set never exceed the windows there are, and the entries must hold the multiple's number
 /// ([`entry_shift`] for chunks of `m` points).
 pub fn choose_multiples(
@@ -450,8 +451,10 @@ pub fn choose_multiples(
             }
             let at_once = if per_set { 1 } else { bucket_sets(c, per) };
             let t = modeled_ms(n, c, per, at_once);
-            // Fewer copies win a tie (or a difference under 1%).
-            if best.is_none_or(|b| t < b.modeled_ms * 0.99) {
+            // Each copy must buy 1% of the model's time (12 GiB of VRAM at 2^27 for a few ms
+            // is not worth keeping): choices are ranked by time x (1 + (per - 1) / 100).
+            let rank = |t: f64, per: u32| t * (1.0 + (per - 1) as f64 / 100.0);
+            if best.is_none_or(|b| rank(t, per) < rank(b.modeled_ms, b.per)) {
                 best = Some(MultiplesChoice { c, per, bytes, modeled_ms: t });
             }
         }
