@@ -132,13 +132,7 @@ impl ResidentCache {
     /// Evicts the least recently used entry not in use, multiples before any base array;
     /// false when there is none.
     pub(crate) fn evict_one(&mut self) -> bool {
-        let victim = self
-            .entries
-            .iter()
-            .enumerate()
-            .filter(|(_, e)| Arc::strong_count(&e.buf) == 1)
-            .min_by_key(|(_, e)| (e.key.multiples == 0, e.last_use))
-            .map(|(i, _)| i);
+        let victim = victim(self.entries.iter().map(|e| (Arc::strong_count(&e.buf) > 1, e.key.multiples != 0, e.last_use)));
         match victim {
             Some(i) => {
                 self.entries.swap_remove(i);
@@ -188,5 +182,33 @@ impl ResidentCache {
 
     pub(crate) fn clear(&mut self) {
         self.entries.clear();
+    }
+}
+
+/// The entry to evict among (in use, multiples, last use): none in use; multiples before
+/// any base array or circuit; the least recently used of those.
+fn victim(entries: impl Iterator<Item = (bool, bool, u64)>) -> Option<usize> {
+    entries
+        .enumerate()
+        .filter(|(_, (in_use, _, _))| !in_use)
+        .min_by_key(|(_, (_, multiples, last_use))| (!multiples, *last_use))
+        .map(|(i, _)| i)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::victim;
+
+    /// Multiples go first, however recently used; then the least recently used base array;
+    /// nothing in use, ever.
+    #[test]
+    fn multiples_are_evicted_before_parameters() {
+        // (in use, multiples, last use)
+        let entries = [(false, false, 1), (false, true, 9), (false, true, 5), (true, true, 2), (false, false, 3)];
+        assert_eq!(victim(entries.into_iter()), Some(2), "the least recently used multiples not in use");
+        let no_multiples = [(false, false, 4), (true, true, 1), (false, false, 2)];
+        assert_eq!(victim(no_multiples.into_iter()), Some(2), "then the least recently used base array");
+        assert_eq!(victim([(true, false, 1), (true, true, 0)].into_iter()), None, "nothing in use");
+        assert_eq!(victim(std::iter::empty()), None);
     }
 }
