@@ -10,6 +10,8 @@
 #   gpu_info              the GPUs (name, driver, memory, SM clock) to stdout and $OUT/nvidia-smi.txt
 #   machine_info          date, cores, memory, transparent huge pages to stdout and $OUT/machine.txt
 #   elapsed               seconds since lib.sh was sourced
+#   gpu_tests             the GPU equality and memory tests (gpu_equivalence one test at a
+#                         time, then gpu_memory) into $OUT/tests.log; fails when one fails
 #   fixture_start [DIR]   the 2 KiB fixture into DIR (/tmp/fx/2KiB) in the background,
 #                         log in $OUT/fixture.log; fixture_wait waits for it
 #   daemon_start          cuzkd on the GPU (backend "gpu") over the fixture in /tmp/fx/2KiB,
@@ -74,6 +76,13 @@ machine_info() {
 }
 
 elapsed() { echo $(( $(date +%s) - DEVICE_START )); }
+
+gpu_tests() {
+  local rc=0
+  "$BIN/gpu_equivalence" --test-threads=1 2>&1 | tee "$OUT/tests.log" || rc=1
+  "$BIN/gpu_memory" 2>&1 | tee -a "$OUT/tests.log" || rc=1
+  return $rc
+}
 
 FIXTURE_PID=
 # shellcheck disable=SC2120  # DIR is optional

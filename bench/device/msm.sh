@@ -28,8 +28,7 @@ gpu_info
 machine_info
 status=0
 if [ -z "${DEVICE_SKIP_TESTS:-}" ]; then
-  "$BIN/gpu_equivalence" --test-threads=1 2>&1 | tee "$OUT/tests.log" || status=1
-  "$BIN/gpu_memory" 2>&1 | tee -a "$OUT/tests.log" || status=1
+  gpu_tests || status=1
   echo "tests: status $status after $(elapsed) s" | tee -a "$OUT/tests.log"
 fi
 variants=${DEVICE_VARIANTS:-"msm_multiples=1 msm_scatter_per_set=true,msm_wide_window=20 msm_scatter_per_set=true,msm_wide_window=18 msm_multiples=16 msm_multiples=16,msm_scatter_per_set=true"}

@@ -18,8 +18,7 @@ gpu_info
 fixture_start
 status=0
 if [ -z "${DEVICE_SKIP_TESTS:-}" ]; then
-  "$BIN/gpu_equivalence" --test-threads=1 2>&1 | tee "$OUT/tests.log" || status=1
-  "$BIN/gpu_memory" 2>&1 | tee -a "$OUT/tests.log" || status=1
+  gpu_tests || status=1
   fixture_wait
   "$BIN/gpu_whole_proof" --test-threads=1 2>&1 | tee -a "$OUT/tests.log" || status=1
   echo "tests: status $status after $(elapsed) s" | tee -a "$OUT/tests.log"
