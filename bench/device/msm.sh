@@ -10,7 +10,7 @@
 #    copies the plan may take, all and indexed, the H MSM, memory back at its start).
 # 2. `cuzk-bench shape-bench` at the 32 GiB partition shape (random parameters: its proofs
 #    cannot verify) under each budget of DEVICE_BUDGETS (full,14GiB): DEVICE_ROUNDS (3)
-#    rounds of today's default, then DEVICE_VARIANT_ROUNDS (5) proofs of each variant, the
+#    rounds of today's default, then DEVICE_VARIANT_ROUNDS (6) proofs of each variant, the
 #    first of each labelled cold (it builds the multiples), medians of the rest. The first
 #    variant is today's code again (msm_multiples=1), measured the same way in the same
 #    process. DEVICE_VARIANTS replaces the list (space-separated --variant values).
@@ -37,7 +37,7 @@ for v in $variants; do args+=(--variant "$v"); done
 nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,utilization.gpu,clocks_throttle_reasons.active --format=csv -lms 200 > "$OUT/smi-samples.csv" 2>&1 &
 smi=$!
 timeout $(( 590 - $(elapsed) )) "$BIN/cuzk-bench" shape-bench --shape 32GiB --budgets "${DEVICE_BUDGETS:-full,14GiB}" \
-  --rounds "${DEVICE_ROUNDS:-3}" --variant-rounds "${DEVICE_VARIANT_ROUNDS:-5}" --mix-c1 "$CARRY/c1.json" "${args[@]}" 2>&1 \
+  --rounds "${DEVICE_ROUNDS:-3}" --variant-rounds "${DEVICE_VARIANT_ROUNDS:-6}" --mix-c1 "$CARRY/c1.json" "${args[@]}" 2>&1 \
   | tee "$OUT/shape-32GiB.log" || status=1
 kill $smi 2>/dev/null
 grep -E "test result|SKIPPED|panicked|tests: status" "$OUT/tests.log" 2>/dev/null
