@@ -65,7 +65,7 @@ pub fn run(args: &Args) -> Result<()> {
     for b in budgets {
         let room = cuzk_gpu::multiples_room(b.budget, b.resident, n);
         let pick = |per_set: bool| {
-            let p = cuzk_gpu::choose_multiples(n, n, bases, 96, 16, room, per_set, None);
+            let p = cuzk_gpu::choose_multiples(n, n, bases, 96, 16, room, per_set, None, 16);
             format!("c = {}, {} copies ({:.1} GiB), model {:.0} ms", p.c, p.per, gib(p.bytes), p.modeled_ms)
         };
         println!("| {} | {:.1} GiB | {:.1} GiB | {} | {} |", b.name, gib(b.resident), gib(room), pick(false), pick(true));

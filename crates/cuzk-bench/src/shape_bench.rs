@@ -479,6 +479,8 @@ fn gpu_budget(
     for variant in &args.variants {
         let base = gpu.tuning();
         let (gpu_tuning, prover_tuning) = variant_tunings(variant, &base)?;
+        // Each variant starts without another's precomputed multiples (the parameters stay).
+        gpu.release_multiples();
         gpu.retune(gpu_tuning);
         let rounds = args.variant_rounds.max(1);
         let (mut walls, mut h_kernels) = (Vec::new(), Vec::new());

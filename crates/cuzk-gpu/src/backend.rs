@@ -189,6 +189,12 @@ impl GpuBackend {
         self.gpu.resident_bytes()
     }
 
+    /// Drops the precomputed multiples of resident base arrays (`GpuTuning::msm_multiples`),
+    /// keeping the arrays: benches start each variant without them.
+    pub fn release_multiples(&self) {
+        self.gpu.resident.lock().unwrap().drop_all_multiples();
+    }
+
     /// Drops resident base arrays, the staging buffers and cached pinned blocks.
     pub fn release_caches(&self) -> Result<(), GpuError> {
         self.gpu.release_caches()

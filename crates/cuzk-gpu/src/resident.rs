@@ -156,6 +156,16 @@ impl ResidentCache {
         self.entries.iter().filter(|e| e.key.multiples == 0).map(|e| e.buf.reserved_bytes()).sum()
     }
 
+    /// The length of the longest resident base array (0: none).
+    pub(crate) fn longest(&self) -> usize {
+        self.entries.iter().filter(|e| e.key.multiples == 0).map(|e| e.key.len).max().unwrap_or(0)
+    }
+
+    /// Drops every entry of multiples (those in use by a running call stay until it ends).
+    pub(crate) fn drop_all_multiples(&mut self) {
+        self.entries.retain(|e| e.key.multiples == 0);
+    }
+
     /// Bytes of every resident entry, multiples included.
     pub(crate) fn all_bytes(&self) -> usize {
         self.entries.iter().map(|e| e.buf.reserved_bytes()).sum()

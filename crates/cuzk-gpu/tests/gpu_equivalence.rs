@@ -806,7 +806,9 @@ fn multiples_and_bucket_sets_match_cpu() {
         (16, Some(22), true),
         (16, None, false),
     ];
+    let plain = gpu.plan_msm_g1(odd).unwrap().c;
     for (copies, window, per_set) in variants {
+        gpu.release_multiples();
         gpu.retune(variant(|t| (t.msm_multiples, t.msm_window, t.msm_scatter_per_set) = (copies, window, per_set)));
         let label = format!("{copies} copies, window {window:?}, per set {per_set}");
         for (what, scalars) in [
@@ -828,9 +830,10 @@ fn multiples_and_bucket_sets_match_cpu() {
         }
         check_msm(gpu, &format!("random, {label}"), &bases[..odd], &random_scalars(odd, 306));
         let built = gpu.last_report().msm.unwrap();
-        if copies >= 4 {
-            assert!(built.per > 1 && built.multiples_bytes > 0, "{label}: room on the device, but no multiples: {built:?}");
-        }
+        // What the plan's model takes with the device's room (far more than these copies).
+        let want = cuzk_gpu::choose_multiples(odd, odd, odd, 96, copies, usize::MAX, per_set, window, plain);
+        assert_eq!((built.c, built.per), (want.c, want.per), "{label}: the plan's choice");
+        assert_eq!(built.multiples_bytes > 0, want.per > 1, "{label}: {built:?}");
         let (a, b, c) = h_inputs(n - 1, 303);
         let hb = &bases[..n - 1];
         let (want, _) = CpuBackend.h_msm(a.clone(), b.clone(), c.clone(), hb).unwrap();

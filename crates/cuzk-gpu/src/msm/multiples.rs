@@ -24,7 +24,7 @@ use crate::tuning::GpuTuning;
 
 use super::buckets::BLOCK;
 use super::curve::Curve;
-use super::plan::{choose_multiples, plan, PointSource, ScalarKind};
+use super::plan::{choose_multiples, plan, window_for, PointSource, ScalarKind};
 
 /// Points each thread of the build takes (MULTIPLE_PER_THREAD in kernels/multiples.cuh).
 const PER_THREAD: usize = 16;
@@ -85,9 +85,15 @@ pub(crate) fn for_call<C: Curve>(
     // Everything resident counts here, other arrays' multiples included: the first call to
     // take multiples (a proof's H MSM) takes the room, later ones what is left, and nothing
     // is evicted to build them.
-    let resident = gpu.resident.lock().unwrap().all_bytes();
-    let room = room(gpu.counters().budget, resident, n, work).min(gpu.available().saturating_sub(work));
-    let choice = choose_multiples(n, n, len, C::AFFINE_BYTES, tuning.msm_multiples, room, tuning.msm_scatter_per_set, fixed);
+    // The room leaves an H step of the longest resident array's size, not only of this
+    // call's: a proof's small MSMs never take what its H step needs next.
+    let (resident, longest) = {
+        let r = gpu.resident.lock().unwrap();
+        (r.all_bytes(), r.longest())
+    };
+    let room = room(gpu.counters().budget, resident, n.max(longest), work).min(gpu.available().saturating_sub(work));
+    let plain = window_for(n, tuning);
+    let choice = choose_multiples(n, n, len, C::AFFINE_BYTES, tuning.msm_multiples, room, tuning.msm_scatter_per_set, fixed, plain);
     if choice.per <= 1 {
         return Ok(None);
     }
@@ -103,7 +109,7 @@ pub(crate) fn for_call<C: Curve>(
         choice.bytes as f64 / (1u64 << 30) as f64,
         t.elapsed().as_secs_f64() * 1e3,
         choice.modeled_ms,
-        choose_multiples(n, n, len, C::AFFINE_BYTES, 1, 0, tuning.msm_scatter_per_set, fixed).modeled_ms,
+        choose_multiples(n, n, len, C::AFFINE_BYTES, 1, 0, tuning.msm_scatter_per_set, fixed, plain).modeled_ms,
     );
     let buf = Arc::new(buf);
     gpu.resident.lock().unwrap().insert(key.multiples(choice.c, choice.per), buf.clone());

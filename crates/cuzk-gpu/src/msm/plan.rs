@@ -40,7 +40,7 @@ pub(crate) fn window_bits(m: usize) -> u32 {
 /// The window of a chunk of m points: the tuning's `msm_window` when set, else its
 /// `msm_wide_window` for chunks of 2^WIDE_MIN_LOG points or more when set, else
 /// [`window_bits`].
-fn window_for(m: usize, t: &GpuTuning) -> u32 {
+pub(crate) fn window_for(m: usize, t: &GpuTuning) -> u32 {
     match (t.msm_window, t.msm_wide_window) {
         (Some(c), _) => c.clamp(MIN_WINDOW, MAX_WINDOW),
         (None, Some(c)) if m >= 1 << WIDE_MIN_LOG => c.clamp(MIN_WINDOW, MAX_WINDOW),
@@ -390,23 +390,31 @@ pub struct MultiplesChoice {
     pub modeled_ms: f64,
 }
 
-/// Nanoseconds per mixed bucket addition: on the H200 2^31 of them took 872 ms at c = 16
-/// (bench/NOTES.md, 2026-12-04, third session).
-const NS_PER_ADD: f64 = 0.41;
-/// Nanoseconds per entry of the scatter while its open buckets' write fronts fit the L2
-/// cache (98 ms for the 2^31 entries at c = 16, derived keys) and when they do not (284 ms for
-/// 12 x 2^27 entries at c = 22: 100 MB of cursors, 200 MB of fronts).
-const NS_PER_SCATTER: (f64, f64) = (0.046, 0.18);
-/// Bytes of open write fronts the model lets the scatter keep in L2 (a 32-byte sector per
-/// bucket; 50 MB of L2 on the H100 and the H200).
-const SCATTER_FRONT_BYTES: usize = 24 << 20;
-/// Nanoseconds per bucket of the window reduction (two XYZZ additions).
-const NS_PER_BUCKET: f64 = 1.2;
+/// Nanoseconds per mixed bucket addition: on the H200 2^31 of them took 889 ms at c = 16
+/// (bench/runs/2026-12-06-h200-msm, today's code), 0.413 ns each.
+const NS_PER_ADD: f64 = 0.413;
+/// Nanoseconds per scatter entry while the open write fronts fit the L2 cache (97 ms for
+/// 2^31 entries at c = 16 and 96 ms for 14 x 2^27 at c = 19 in 3 sets, 2026-12-06; 99 ms with
+/// 60 MiB of fronts at c = 18) and when they do not (284 ms for 12 x 2^27 entries at c = 22
+/// with 768 MiB of fronts, 2026-12-04, third session).
+const NS_PER_SCATTER: (f64, f64) = (0.045, 0.18);
+/// Bytes of open write fronts (a 32-byte sector per bucket being filled) the scatter keeps
+/// at L2 speed: 60 MiB measured fast, 768 MiB slow (the H200's L2 is 50 MB; the fronts
+/// are partly written back without harm).
+const SCATTER_FRONT_BYTES: usize = 64 << 20;
+/// Nanoseconds per bucket of a call, for the bucket runs' stores, the carries and the window
+/// reduction together: fit to the H200's phases of 2026-12-06 (c = 20 in 13 sets: bucket
+/// runs 80 ms, carries 43 ms and windows 12 ms above c = 16's for 6.3 M more buckets).
+const NS_PER_BUCKET: f64 = 21.0;
+/// Milliseconds of the H MSM that no lever here moves (classify, the carries' base, the
+/// scalar-one sum): 22 to 55 ms of classify and about 40 of carries measured.
+const FIXED_MS: f64 = 60.0;
 
 /// The model's time in ms for the bucket work of `n` general scalars at c-bit windows,
 /// `per` windows per bucket set, the scatter taking `at_once` bucket sets per pass (all of
-/// them, or one). An estimate from the phase times measured on the H200 at c = 16 and 22
-/// (the constants above), for choosing, not for reporting.
+/// them, or one). An estimate from the phase times measured on the H200 (the constants
+/// above; within 4% of the measured kernels at c = 16 to 20, 2026-12-06), for choosing, not
+/// for reporting.
 pub fn modeled_ms(n: usize, c: u32, per: u32, at_once: u32) -> f64 {
     let entries = n as f64 * windows(c) as f64;
     let sets = bucket_sets(c, per);
@@ -415,7 +423,16 @@ pub fn modeled_ms(n: usize, c: u32, per: u32, at_once: u32) -> f64 {
     // A pass per group of sets reads the scalars again (32 bytes each at about 3 TB/s).
     let passes = sets.div_ceil(at_once.clamp(1, sets)) as f64;
     let reads = passes * n as f64 * 32.0 / 3.0;
-    (entries * (NS_PER_ADD + scatter) + sets as f64 * (1u64 << (c - 1)) as f64 * NS_PER_BUCKET + reads / 1e3) / 1e6
+    let buckets = sets as f64 * (1u64 << (c - 1)) as f64;
+    (entries * (NS_PER_ADD + scatter) + buckets * NS_PER_BUCKET + reads / 1e3) / 1e6 + FIXED_MS * (n as f64 / (1u64 << 27) as f64).min(1.0)
+}
+
+/// What each copy of the bases must buy, in ms of the model's time: 1% of it, and 0.5 ms per
+/// GiB the copy takes (12 GiB of VRAM at 2^27 for a few ms is not worth keeping; nor 23 GiB
+/// for a millisecond of a 2^21 call, which the H200 run of 2026-12-06 built for L and B and
+/// which then pushed the H MSM's multiples out).
+fn copy_cost_ms(t: f64, copy_bytes: usize) -> f64 {
+    (t / 100.0).max(copy_bytes as f64 / (1u64 << 30) as f64 * 0.5)
 }
 
 /// Widths the chooser considers.
@@ -424,10 +441,11 @@ const CHOICE_WINDOWS: std::ops::RangeInclusive<u32> = 12..=22;
 /// The width and sharing for `n` general scalars over `bases` resident bases of `affine`
 /// bytes each, with at most `max_per` copies (1: none) and `room` device bytes for the
 /// multiples, the scatter taking one bucket set per pass when `per_set`, else all: the
-/// choice the model ([`modeled_ms`]) times fastest, each copy paying 1% of it; `fixed_c`
-/// forces the width. Windows per
+/// choice the model ([`modeled_ms`]) times fastest, each copy paying 1% of it and at least
+/// 0.5 ms per GiB; `fixed_c` forces the width; without copies the call keeps `plain_c`. Windows per
 /// set never exceed the windows there are, and the entries must hold the multiple's number
 /// ([`entry_shift`] for chunks of `m` points).
+#[allow(clippy::too_many_arguments)]
 pub fn choose_multiples(
     n: usize,
     m: usize,
@@ -437,32 +455,36 @@ pub fn choose_multiples(
     room: usize,
     per_set: bool,
     fixed_c: Option<u32>,
+    plain_c: u32,
 ) -> MultiplesChoice {
+    let at_once = |c: u32, per: u32| if per_set { 1 } else { bucket_sets(c, per) };
+    // Without multiples the plan keeps its own width (`plain_c`: the tuning's or its rule's,
+    // 16 at 2^27, what the H200 measured best in one set per window); the model only says
+    // whether copies beat it.
+    let c0 = fixed_c.unwrap_or(plain_c);
+    let mut best = MultiplesChoice { c: c0, per: 1, bytes: 0, modeled_ms: modeled_ms(n, c0, 1, at_once(c0, 1)) };
     let widths = match fixed_c {
         Some(c) => c..=c,
         None => CHOICE_WINDOWS,
     };
-    let mut best: Option<MultiplesChoice> = None;
+    // Copies are weighed against the best the model finds without any, at any width (so
+    // that what a width alone would give is not credited to copies), each copy paying its
+    // cost (copy_cost_ms).
+    let without = widths.clone().map(|c| modeled_ms(n, c, 1, at_once(c, 1))).fold(best.modeled_ms, f64::min);
+    let rank = |t: f64, per: u32| if per == 1 { without } else { t + (per - 1) as f64 * copy_cost_ms(t, bases * affine) };
     for c in widths {
-        for per in 1..=max_per.clamp(1, windows(c)) {
+        for per in 2..=max_per.clamp(1, windows(c)) {
             let bytes = (per as usize - 1) * bases * affine;
             if bytes > room || entry_shift(m, per).is_none() {
                 continue;
             }
-            let at_once = if per_set { 1 } else { bucket_sets(c, per) };
-            let t = modeled_ms(n, c, per, at_once);
-            // Each copy must buy 1% of the model's time (12 GiB of VRAM at 2^27 for a few ms
-            // is not worth keeping): choices are ranked by time x (1 + (per - 1) / 100).
-            let rank = |t: f64, per: u32| t * (1.0 + (per - 1) as f64 / 100.0);
-            if best.is_none_or(|b| rank(t, per) < rank(b.modeled_ms, b.per)) {
-                best = Some(MultiplesChoice { c, per, bytes, modeled_ms: t });
+            let t = modeled_ms(n, c, per, at_once(c, per));
+            if rank(t, per) < rank(best.modeled_ms, best.per) {
+                best = MultiplesChoice { c, per, bytes, modeled_ms: t };
             }
         }
     }
-    best.unwrap_or_else(|| {
-        let c = fixed_c.unwrap_or(16);
-        MultiplesChoice { c, per: 1, bytes: 0, modeled_ms: modeled_ms(n, c, 1, if per_set { 1 } else { windows(c) }) }
-    })
+    best
 }
 
 /// The plan for `n` points from `source` times `scalars`, under `tuning`, with `available`
@@ -809,20 +831,31 @@ mod tests {
         assert_eq!(sum.per, 1, "a sum has no windows");
     }
 
-    /// Without multiples or a pass per set the model picks today's 16-bit windows (what the
-    /// H200 measured best); every choice stays within its room and the windows there are.
+    /// Without room the plan keeps today's 16-bit windows (what the H200 measured best in
+    /// one set per window) or the forced width, and small calls take no copies.
     #[test]
     fn the_model_keeps_todays_width_without_room() {
-        let none = choose_multiples(H_N, H_N, H_BASES, G1::AFFINE_BYTES, 16, 0, false, None);
+        let none = choose_multiples(H_N, H_N, H_BASES, G1::AFFINE_BYTES, 16, 0, false, None, 16);
         assert_eq!((none.c, none.per, none.bytes), (16, 1, 0));
-        let off = choose_multiples(H_N, H_N, H_BASES, G1::AFFINE_BYTES, 1, usize::MAX, false, None);
+        let off = choose_multiples(H_N, H_N, H_BASES, G1::AFFINE_BYTES, 1, usize::MAX, false, None, 16);
         assert_eq!((off.c, off.per), (16, 1), "msm_multiples = 1: none");
-        let forced = choose_multiples(H_N, H_N, H_BASES, G1::AFFINE_BYTES, 16, 0, false, Some(20));
+        let forced = choose_multiples(H_N, H_N, H_BASES, G1::AFFINE_BYTES, 16, 0, false, Some(20), 16);
         assert_eq!((forced.c, forced.per), (20, 1), "a forced width with no room");
-        // A pass per set: the open buckets of one set fit L2 up to c = 20.
-        let per_set = choose_multiples(H_N, H_N, H_BASES, G1::AFFINE_BYTES, 1, 0, true, None);
-        assert_eq!((per_set.c, per_set.per), (20, 1));
-        assert!(per_set.modeled_ms < none.modeled_ms);
+        // A pass per set, no room: the plan's own width, no copies.
+        let per_set = choose_multiples(H_N, H_N, H_BASES, G1::AFFINE_BYTES, 16, 0, true, None, 16);
+        assert_eq!((per_set.c, per_set.per, per_set.bytes), (16, 1, 0));
+        // A 2^21 call over 2^27 bases (a proof's L, A or B after the split) takes none: each
+        // 12 GiB copy would buy a few milliseconds.
+        let small = choose_multiples(1 << 21, 1 << 21, H_BASES, G1::AFFINE_BYTES, 16, usize::MAX, false, None, 16);
+        assert_eq!(small.per, 1, "{small:?}");
+        // At the GPU test's size (2^16 points over as many bases, copies of 6 MiB) the
+        // window reduction is most of the work, and copies pay from 7 bits up: the GPU
+        // equality test (multiples_and_bucket_sets_match_cpu) covers these choices.
+        let odd = (1usize << 16) - 7;
+        for (copies, c, per_set, want) in [(4, 16, false, 4), (4, 13, true, 4), (8, 7, false, 2), (16, 20, false, 13), (16, 22, true, 12)] {
+            let p = choose_multiples(odd, odd, odd, G1::AFFINE_BYTES, copies, usize::MAX, per_set, Some(c), 11);
+            assert_eq!((p.c, p.per), (c, want), "{copies} copies at c = {c}");
+        }
     }
 
     /// The budgets of issue #35: an H200 (141 GB; the 32 GiB parameters, about 45 GiB of
@@ -833,14 +866,14 @@ mod tests {
         let params = 45 * GIB + 17 * GIB / 2;
         let h200 = room_beside(132 * GIB, params);
         assert!(h200 > 50 * GIB && h200 < 70 * GIB, "H200 room {h200}");
-        let pick = choose_multiples(H_N, H_N, H_BASES, G1::AFFINE_BYTES, 16, h200, false, None);
+        let pick = choose_multiples(H_N, H_N, H_BASES, G1::AFFINE_BYTES, 16, h200, false, None, 16);
         let today = modeled_ms(H_N, 16, 1, 16);
         assert!(pick.per > 1 && pick.bytes <= h200 && pick.bytes == (pick.per as usize - 1) * H_BASES * 96, "{pick:?}");
         assert!(pick.per <= windows(pick.c) && entry_shift(H_N, pick.per).is_some());
         assert!(pick.modeled_ms < today * 0.95, "{pick:?} against {today:.0} ms");
         // Each more copy is 12 GiB; the choice never takes more than the room holds.
         for room in [0, 12 * GIB, 13 * GIB, 30 * GIB, 60 * GIB] {
-            let p = choose_multiples(H_N, H_N, H_BASES, G1::AFFINE_BYTES, 16, room, false, None);
+            let p = choose_multiples(H_N, H_N, H_BASES, G1::AFFINE_BYTES, 16, room, false, None, 16);
             assert!(p.bytes <= room, "{room}: {p:?}");
         }
         assert_eq!(room_beside(22 * GIB, 11 * GIB), 0, "a 24 GB card");
