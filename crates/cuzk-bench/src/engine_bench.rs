@@ -647,13 +647,10 @@ fn print_h_steps(samples: &[HStepSample]) {
         })
         .collect();
     if !kernels.is_empty() {
-        kernels.sort_by(f64::total_cmp);
+        let (median, min, max) = crate::median_spread(&mut kernels);
         println!(
-            "    evaluation kernel of {} partitions: median {:.1} ms (min {:.1}, max {:.1})",
-            kernels.len(),
-            kernels[kernels.len() / 2],
-            kernels[0],
-            kernels[kernels.len() - 1]
+            "    evaluation kernel of {} partitions: median {median:.1} ms (min {min:.1}, max {max:.1})",
+            kernels.len()
         );
     }
     let n = samples.len() as f64;

@@ -758,6 +758,12 @@ fn peak_rss() -> String {
         .unwrap_or_else(|| "unknown".into())
 }
 
+/// Median, min and max of `v` (sorted in place; not empty): the benches' spread of rounds.
+pub(crate) fn median_spread(v: &mut [f64]) -> (f64, f64, f64) {
+    v.sort_by(f64::total_cmp);
+    (v[v.len() / 2], v[0], v[v.len() - 1])
+}
+
 fn main() -> ExitCode {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
     match run(Cli::parse()) {

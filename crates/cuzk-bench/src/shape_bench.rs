@@ -195,12 +195,6 @@ fn measured_mix(c1: &std::path::Path) -> Result<WitnessMix> {
     Ok(WitnessMix::of(&w))
 }
 
-/// Median, min and max of `v` (sorted in place).
-fn median_spread(v: &mut [f64]) -> (f64, f64, f64) {
-    v.sort_by(f64::total_cmp);
-    (v[v.len() / 2], v[0], v[v.len() - 1])
-}
-
 /// The last h_msm call's own split: the H step's kernels (events) and host time uploading
 /// a, b, c, downloading (the lean path's b and c) and page-locking them; the MSM's kernels,
 /// the driver allocation of its workspace, and its uploads.
@@ -513,7 +507,7 @@ fn gpu_budget(
         }
         gpu.retune(base);
         if rounds > 1 {
-            let (w, h) = (median_spread(&mut walls), median_spread(&mut h_kernels));
+            let (w, h) = (crate::median_spread(&mut walls), crate::median_spread(&mut h_kernels));
             println!(
                 "  variant {variant}: {} warm rounds, wall median {:.1} ms ({:.1}-{:.1}), H MSM kernels median {:.1} ms ({:.1}-{:.1})",
                 walls.len(),

@@ -24,7 +24,7 @@ use crate::tuning::GpuTuning;
 
 use super::buckets::BLOCK;
 use super::curve::Curve;
-use super::plan::{choose_multiples, plan, window_for, PointSource, ScalarKind};
+use super::plan::{choose_multiples, forced_window, plan, window_bits, PointSource, ScalarKind};
 
 /// Points each thread of the build takes (MULTIPLE_PER_THREAD in kernels/multiples.cuh).
 const PER_THREAD: usize = 16;
@@ -71,7 +71,7 @@ pub(crate) fn for_call<C: Curve>(
     }
     let key = ResidentKey::of(bases, C::GROUP);
     let len = bases.len();
-    let fixed = tuning.msm_window.or(tuning.msm_wide_window.filter(|_| n >= 1 << 26));
+    let fixed = forced_window(n, tuning);
     let found = gpu.resident.lock().unwrap().multiples_of(&key);
     if let Some((c, per, buf)) = found {
         // Kept unless the tuning now forbids them (fewer copies, another forced width).
@@ -92,7 +92,7 @@ pub(crate) fn for_call<C: Curve>(
         (r.all_bytes(), r.longest())
     };
     let room = room(gpu.counters().budget, resident, n.max(longest), work).min(gpu.available().saturating_sub(work));
-    let plain = window_for(n, tuning);
+    let plain = fixed.unwrap_or_else(|| window_bits(n));
     let choice = choose_multiples(n, n, len, C::AFFINE_BYTES, tuning.msm_multiples, room, tuning.msm_scatter_per_set, fixed, plain);
     if choice.per <= 1 {
         return Ok(None);

@@ -41,11 +41,18 @@ pub(crate) fn window_bits(m: usize) -> u32 {
 /// `msm_wide_window` for chunks of 2^WIDE_MIN_LOG points or more when set, else
 /// [`window_bits`].
 pub(crate) fn window_for(m: usize, t: &GpuTuning) -> u32 {
+    forced_window(m, t).unwrap_or_else(|| window_bits(m))
+}
+
+/// The width the tuning forces on a chunk of m points (`msm_window`, or `msm_wide_window`
+/// from 2^WIDE_MIN_LOG points), if any.
+pub(crate) fn forced_window(m: usize, t: &GpuTuning) -> Option<u32> {
     match (t.msm_window, t.msm_wide_window) {
-        (Some(c), _) => c.clamp(MIN_WINDOW, MAX_WINDOW),
-        (None, Some(c)) if m >= 1 << WIDE_MIN_LOG => c.clamp(MIN_WINDOW, MAX_WINDOW),
-        _ => window_bits(m),
+        (Some(c), _) => Some(c),
+        (None, Some(c)) if m >= 1 << WIDE_MIN_LOG => Some(c),
+        _ => None,
     }
+    .map(|c| c.clamp(MIN_WINDOW, MAX_WINDOW))
 }
 
 /// Per-thread segments of buckets in the window reduction: 1024 per window, or more for
