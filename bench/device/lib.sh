@@ -9,7 +9,7 @@
 #   has NAME              true when CARRY/NAME.gz is there
 #   gpu_info              the GPUs (name, driver, memory, SM clock) to stdout and $OUT/nvidia-smi.txt
 #   machine_info          date, cores, memory, transparent huge pages to stdout and $OUT/machine.txt
-#   elapsed               seconds since lib.sh was sourced
+#   elapsed               seconds since lib.sh was sourced (or since DEVICE_START, when set)
 #   gpu_tests             the GPU equality and memory tests (gpu_equivalence one test at a
 #                         time, then gpu_memory) into $OUT/tests.log; fails when one fails
 #   fixture_start [DIR]   the 2 KiB fixture into DIR (/tmp/fx/2KiB) in the background,
@@ -27,7 +27,9 @@ OUT=${OUT:-/tmp/out}
 CARRY=device-carry
 BIN=/tmp/bin
 SOCK=unix:///tmp/cuzkd/cuzk.sock
-DEVICE_START=$(date +%s)
+# A call that chains scripts exports DEVICE_START once: their time limits then count from
+# the call's start, not each script's.
+DEVICE_START=${DEVICE_START:-$(date +%s)}
 mkdir -p "$OUT" "$BIN"
 export RUST_BACKTRACE=1
 
