@@ -28,7 +28,8 @@ pub struct ShapeBenchArgs {
     /// such as 14GiB (a 16 GB card's budget) or 22GiB.
     #[arg(long, value_delimiter = ',', default_value = "full,14GiB")]
     pub budgets: Vec<String>,
-    /// Proofs per budget; the first uploads the parameters, the rest run with them resident.
+    /// Proofs per budget; the first (cold) uploads the parameters, the rest (warm) run with
+    /// them resident and give the median and spread; 6 for a median of 5.
     #[arg(long, default_value_t = 2)]
     pub rounds: usize,
     /// C1 output whose partition-0 witness gives the scalar mix [default: the 2 KiB fixture's].
@@ -431,18 +432,23 @@ fn gpu_budget(
         fp.h_on_device,
         gib(fp.h_step_bytes)
     );
-    let mut best: Option<(Duration, ProveTimings)> = None;
+    // Round 1 is cold (uploads, allocations); the report is the warm rounds' median, with
+    // their spread, and a lone round is printed as the cold round it is.
+    let mut warm: Vec<(Duration, ProveTimings)> = Vec::new();
+    let mut cold_wall = Duration::ZERO;
     for round in 1..=args.rounds.max(1) {
         let (wall, t) = one_proof(&gpu, srs, witness, blinding, reference, "gpu", &Default::default())?;
         let c = gpu.arena_counters();
         let (res_bytes, res_arrays) = gpu.resident();
+        let cold = if round == 1 { " (cold)" } else { "" };
         println!(
-            "  round {round}: wall {:.1} ms; H step {:?}; VRAM high water {:.2} GiB, resident {:.1} GiB in {res_arrays} arrays; {}",
+            "  round {round}{cold}: wall {:.1} ms; H step {:?}; VRAM high water {:.2} GiB, resident {:.1} GiB in {res_arrays} arrays; {}; host RSS {:.1} GiB",
             ms(wall),
             gpu.last_report().h_step,
             gib(c.high_water),
             gib(res_bytes),
-            h_msm_split(&gpu)
+            h_msm_split(&gpu),
+            gib(rss().0)
         );
         if let Some(bytes) = srs.release_if_held(&gpu) {
             println!(
@@ -452,23 +458,36 @@ fn gpu_budget(
                 gib(rss().0)
             );
         }
-        if round > 1 || args.rounds <= 1 {
-            if best.as_ref().is_none_or(|b| wall < b.0) {
-                best = Some((wall, t));
-            }
-        } else {
+        if round == 1 {
+            cold_wall = wall;
+            println!("  cold round, budget {label}:");
             print_stages(&t, wall);
+        } else {
+            warm.push((wall, t));
         }
     }
-    let (wall, t) = best.expect("at least one round");
-    println!("  best warm round, budget {label}:");
-    print_stages(&t, wall);
-    if let Some(g) = goal(&args.shape, budget) {
+    // The reference for the host H step's round below: the median warm round (the cold one
+    // when there is no other).
+    warm.sort_by_key(|w| w.0);
+    let typical = warm.get(warm.len() / 2).map_or(cold_wall, |w| w.0);
+    if warm.is_empty() {
+        println!("  no warm round, budget {label} (--rounds 1: the cold round above is the only one; --rounds 6 gives a median of 5)");
+    } else {
+        let (wall, t) = warm[warm.len() / 2];
+        let mut walls: Vec<f64> = warm.iter().map(|w| ms(w.0)).collect();
+        let (median, lo, hi) = crate::median_spread(&mut walls);
         println!(
-            "  goal {g:.1} s: wall {:.2} s is {:.2}x the goal",
-            wall.as_secs_f64(),
-            wall.as_secs_f64() / g
+            "  warm rounds, budget {label}: {} (the cold round left out), wall median {median:.1} ms ({lo:.1}-{hi:.1}); the median round's stages:",
+            warm.len()
         );
+        print_stages(&t, wall);
+        if let Some(g) = goal(&args.shape, budget) {
+            println!(
+                "  goal {g:.1} s: the median warm wall {:.2} s is {:.2}x the goal",
+                wall.as_secs_f64(),
+                wall.as_secs_f64() / g
+            );
+        }
     }
     for variant in &args.variants {
         let base = gpu.tuning();
@@ -526,10 +545,12 @@ fn gpu_budget(
         let (host_wall, ht) = one_proof(&gpu, srs, witness, blinding, reference, "gpu, host H step", &Default::default())?;
         gpu.retune(tuning);
         println!(
-            "  reference in the same run, H step on the host path ({:?}), budget {label}: wall {:.1} ms, {:.2}x this path's best",
+            "  reference in the same run, H step on the host path ({:?}), budget {label}: wall {:.1} ms, {:.2}x this \
+             path's median warm round ({})",
             gpu.last_report().h_step,
             ms(host_wall),
-            host_wall.as_secs_f64() / wall.as_secs_f64()
+            host_wall.as_secs_f64() / typical.as_secs_f64(),
+            if warm.is_empty() { "no warm round: against the cold one" } else { "one round" }
         );
         println!("    {}", h_msm_split(&gpu));
         print_stages(&ht, host_wall);
