@@ -127,14 +127,13 @@ RustError::by_value peers_ntt_host(fr_t* inout, uint32_t lg_n, int inverse, int 
 
 // The same transform on device-resident data: inout is uploaded once and transformed once
 // (the result is downloaded back into inout); then `rounds` more transforms of the resident
-// buffer are timed with events on sppark's stream, kernels only, and the fastest is returned
-// in best_ms. (The timed rounds transform already transformed data: the cost does not depend
+// buffer are timed with events on sppark's stream, kernels only, each round's time in
+// each_ms[round]. (The timed rounds transform already transformed data: the cost does not depend
 // on the values.)
 RustError::by_value peers_ntt_resident(fr_t* inout, uint32_t lg_n, int inverse, int coset,
-                                       uint32_t rounds, float* best_ms)
+                                       uint32_t rounds, float* each_ms)
 {
     const gpu_t& gpu = select_gpu(0);
-    *best_ms = -1.0f;
     try {
         gpu.select();
         size_t n = (size_t)1 << lg_n;
@@ -156,8 +155,7 @@ RustError::by_value peers_ntt_resident(fr_t* inout, uint32_t lg_n, int inverse, 
             CUDA_OK(cudaEventSynchronize(t1));
             float ms = 0;
             CUDA_OK(cudaEventElapsedTime(&ms, t0, t1));
-            if (*best_ms < 0 || ms < *best_ms)
-                *best_ms = ms;
+            each_ms[i] = ms;
         }
         cudaEventDestroy(t0);
         cudaEventDestroy(t1);

@@ -50,8 +50,9 @@ impl Density {
         self.words[i / 64] >> (i % 64) & 1 == 1
     }
 
-    /// The bits as 64-bit words, bit i in word i / 64 at position i % 64.
-    pub(crate) fn words(&self) -> &[u64] {
+    /// The bits as 64-bit words, bit i in word i / 64 at position i % 64 (bellperson's and
+    /// supraseal-c2's layout too).
+    pub fn words(&self) -> &[u64] {
         &self.words
     }
 
