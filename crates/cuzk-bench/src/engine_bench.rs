@@ -97,6 +97,12 @@ pub struct EngineBenchArgs {
     /// with the CPU one]; the same points either way.
     #[arg(long, value_enum)]
     pub params_on: Option<crate::shape_bench::ParamsOn>,
+    /// The main C1's parameters read from this .params file (`shape-params` writes one of the
+    /// circuit's exact shape under its real name) instead of made in memory: the load is
+    /// timed, and the cold start is the process's start to the first proof. A file of
+    /// another shape is refused, naming both.
+    #[arg(long, conflicts_with = "host_release_dir")]
+    pub params_file: Option<PathBuf>,
     /// Deferred evaluation, as cuzkd runs it on GPUs: synthesis keeps the assignment only
     /// and the backend evaluates a, b and c from the compiled circuit (on the device for a
     /// GPU), and the engine budgets the lighter witness (`partition_footprint(_, true)`).
@@ -302,6 +308,7 @@ fn load_shape(
     params_on: Option<crate::shape_bench::ParamsOn>,
     backend: crate::shape_bench::ShapeBackend,
     deferred: bool,
+    params_file: Option<&std::path::Path>,
 ) -> Result<(Vec<u8>, Shape, cuzk_groth16::SrsShape)> {
     let raw = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
     if !cuzk_filecoin::shape_c1::is_shape_only(&raw) {
@@ -320,7 +327,24 @@ fn load_shape(
     let shape = cuzk_groth16::prover::required_shape(&w);
     drop(w);
     println!("  {:?}: compiled circuit recorded in {:.1} s (before the run)", input.registered_proof(), t.elapsed().as_secs_f64());
-    let srs = crate::shape_bench::make_random_srs(&shape, seed, params_on, backend, spill)?;
+    let srs = match params_file {
+        Some(file) => {
+            let on_disk = cuzk_groth16::Srs::shape(file)?;
+            if on_disk != shape {
+                bail!("{}: parameters of shape {on_disk:?}, the circuit needs {shape:?}", file.display());
+            }
+            let t = Instant::now();
+            let srs = cuzk_groth16::Srs::load(file)?;
+            println!(
+                "  parameters read from {} in {:.1} s ({:.1} GB; shape-only inputs: random parameters, nothing verifies)",
+                file.display(),
+                t.elapsed().as_secs_f64(),
+                shape.point_bytes() as f64 / 1e9
+            );
+            srs
+        }
+        None => crate::shape_bench::make_random_srs(&shape, seed, params_on, backend, spill)?,
+    };
     let srs = Arc::new(srs);
     let entry = Shape {
         sector_size: u64::from(input.registered_proof().sector_size()),
@@ -356,13 +380,13 @@ pub fn run(args: &EngineBenchArgs) -> Result<()> {
          never a proof); the daemon verifies every proof"
     );
     let spill = args.host_release_dir.as_deref();
-    let (raw, main, shape) = load_shape(&args.c1, args.seed, spill, args.params_on, args.backend, args.deferred)?;
+    let (raw, main, shape) = load_shape(&args.c1, args.seed, spill, args.params_on, args.backend, args.deferred, args.params_file.as_deref())?;
     let partitions = main.partitions;
     let footprint = main.footprint;
     let mut shapes = vec![main.clone()];
     let urgent = match &args.urgent_c1 {
         Some(path) if args.urgent > 0 => {
-            let (raw, entry, _) = load_shape(path, args.seed + 1, spill, args.params_on, args.backend, args.deferred)?;
+            let (raw, entry, _) = load_shape(path, args.seed + 1, spill, args.params_on, args.backend, args.deferred, None)?;
             if entry.sector_size == main.sector_size {
                 bail!("--urgent-c1 must be of another sector size than --c1");
             }

@@ -10,6 +10,7 @@ mod progress;
 mod setup_bench;
 mod engine_bench;
 mod shape_bench;
+mod shape_params;
 mod synth_deferred;
 
 use std::path::{Path, PathBuf};
@@ -145,6 +146,10 @@ enum Cmd {
     /// per-proof time, GPU busy fraction, timeline, peak RSS and VRAM (a benchmark on random
     /// parameters; its proofs cannot verify).
     EngineBench(engine_bench::EngineBenchArgs),
+    /// Random parameters of a shape-only C1 output's exact circuit, written as filecoin-proofs
+    /// names the real ones (.params, .vk, .meta), for provers that read them from disk (the
+    /// comparison with upstream cuzk and supraseal-c2). Nothing proved with them verifies.
+    ShapeParams(shape_params::Args),
     /// cuzk's parameter setup against bellperson's generator on the fixtures' circuits, in
     /// the same run with the same toxic waste: times, their ratio, and the bytes compared.
     SetupBench(setup_bench::Args),
@@ -502,6 +507,7 @@ fn run(cli: Cli) -> Result<()> {
         Cmd::GpuBench(args) => gpu_bench::run(&args)?,
         Cmd::ShapeBench(args) => shape_bench::run(&args)?,
         Cmd::EngineBench(args) => engine_bench::run(&args)?,
+        Cmd::ShapeParams(args) => shape_params::run(&args)?,
         Cmd::SetupBench(args) => setup_bench::run(&args, &progress::Stderr::new())?,
         Cmd::MsmPlan(args) => msm_plan::run(&args)?,
         Cmd::KindsBench { backend, rounds } => {

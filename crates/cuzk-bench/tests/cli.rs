@@ -247,3 +247,45 @@ fn setup_bench_equals_bellperson_on_the_window_post_circuit_and_shows_progress_i
     assert!(!none.status.success());
     assert!(stderr(&none).contains("no circuit's label contains \"NoSuchCircuit\""), "{}", stderr(&none));
 }
+
+/// `shape-params` on the 2 KiB shape-only C1: random parameters of the circuit's exact shape
+/// under filecoin-proofs' names (.params, .vk, .meta), which bellperson reads back, whose key
+/// is the file's, and which engine-bench proves from (`--params-file`); a file of another
+/// circuit is refused naming both shapes, and a real C1 is refused.
+#[test]
+fn shape_params_writes_the_real_names_and_engine_bench_proves_from_them() {
+    let f = fixture();
+    let dir = scratch("shape-params");
+    let o = bench(&["gen-fixture", "--sector-size", "2KiB", "--shape-only", "--out", s(&dir)]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let c1 = dir.join("c1.shape-only.json");
+    let out = dir.join("params");
+    let o = bench(&["shape-params", "--c1", s(&c1), "--out", s(&out), "--params-on", "host"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("RANDOM PARAMETERS (nothing proved with them verifies"));
+    // The real fixture's parameter file has the same name (the same circuit).
+    let params = out.join(f.info.params_file.clone());
+    assert!(params.is_file(), "no {} in {:?}", params.display(), std::fs::read_dir(&out).unwrap().collect::<Vec<_>>());
+    assert_eq!(cuzk_groth16::Srs::shape(&params).unwrap(), cuzk_groth16::Srs::shape(&f.param_dir().join(&f.info.params_file)).unwrap());
+    let vk_bytes = std::fs::read(params.with_extension("vk")).unwrap();
+    let vk = bellperson::groth16::VerifyingKey::<blstrs::Bls12>::read(&vk_bytes[..]).expect("bellperson reads the .vk");
+    let file = std::fs::read(&params).unwrap();
+    let full = bellperson::groth16::Parameters::<blstrs::Bls12>::read(&file[..], false).expect("bellperson reads the .params");
+    assert!(full.vk == vk, "the .vk is not the .params file's key");
+    assert_eq!(std::fs::read_to_string(params.with_extension("meta")).unwrap(), "{\"sector_size\":2048}");
+    let o = bench(&["engine-bench", "--c1", s(&c1), "--proofs", "1", "--backend", "cpu", "--params-file", s(&params)]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains(&format!("parameters read from {}", params.display())) && stdout.contains("one proof in"), "{stdout}");
+    // Another circuit's parameters (the WindowPoSt fixture's) are refused, both shapes named.
+    let other = std::fs::read_dir(f.param_dir())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_string_lossy().contains("proof-of-spacetime") && p.extension().is_some_and(|e| e == "params"))
+        .expect("a PoSt parameter file in the fixture");
+    let o = bench(&["engine-bench", "--c1", s(&c1), "--proofs", "1", "--backend", "cpu", "--params-file", s(&other)]);
+    assert!(!o.status.success() && stderr(&o).contains("parameters of shape SrsShape") && stderr(&o).contains("the circuit needs SrsShape"), "{}", stderr(&o));
+    let o = bench(&["shape-params", "--c1", s(&f.c1_path()), "--out", s(&out)]);
+    assert!(!o.status.success() && stderr(&o).contains("takes a shape-only C1 output"), "{}", stderr(&o));
+    std::fs::remove_dir_all(&dir).ok();
+}
