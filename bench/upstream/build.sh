@@ -55,7 +55,14 @@ rm -rf "$WORK/src"
 mkdir -p "$WORK/src"
 git --git-dir "$GITDIR" archive "$FULL" extern/cuzk extern/supraseal-c2 extern/bellperson extern/bellpepper-core \
   | tar -x -C "$WORK/src"
-echo "exported: $(find "$WORK/src" -type f | wc -l) files; Cargo.lock sha256 $(sha256sum "$WORK/src/extern/cuzk/Cargo.lock" | cut -c1-16)"
+# Every file of the four directories, whatever git says of blobs outside them (a partial
+# mirror may lack some, as the fetch tool's lacks one of extern/supraseal's demos).
+for d in extern/cuzk extern/supraseal-c2 extern/bellperson extern/bellpepper-core; do
+  want=$(git --git-dir "$GITDIR" ls-tree -r --name-only "$FULL" "$d" | wc -l)
+  got=$(find "$WORK/src/$d" -type f | wc -l)
+  [ "$want" = "$got" ] || { echo "build.sh: $d: $got of $want files exported" >&2; exit 1; }
+done
+echo "exported: $(find "$WORK/src" -type f | wc -l) files, all of the four directories; Cargo.lock sha256 $(sha256sum "$WORK/src/extern/cuzk/Cargo.lock" | cut -c1-16)"
 
 # Tools.
 command -v protoc > /dev/null || { echo "build.sh: protoc not found (apt-get install protobuf-compiler)" >&2; exit 1; }

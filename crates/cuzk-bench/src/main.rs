@@ -417,7 +417,13 @@ fn shape_only_fixture(dir: Option<PathBuf>, size: u64) -> Result<()> {
         path.display(),
         json.len() as f64 / (1u64 << 20) as f64
     );
-    println!("  params      none generated (32 GiB parameters are 47 GB; shape-bench uses random ones)");
+    // The same in lotus-bench's envelope, for provers that take that (upstream cuzk).
+    let envelope = dir.join(SHAPE_ONLY_FILE.replace(".json", ".envelope.json"));
+    let tmp = envelope.with_extension("tmp");
+    std::fs::write(&tmp, cuzk_filecoin::c1::to_envelope(&json, 1, size)).with_context(|| format!("writing {}", tmp.display()))?;
+    std::fs::rename(&tmp, &envelope).with_context(|| format!("renaming to {}", envelope.display()))?;
+    println!("  envelope    {} (the same in lotus-bench's envelope, sector number 1)", envelope.display());
+    println!("  params      none generated (32 GiB parameters are 47 GB; shape-bench and engine-bench make random ones, shape-params writes them to disk)");
     Ok(())
 }
 

@@ -259,6 +259,10 @@ fn shape_params_writes_the_real_names_and_engine_bench_proves_from_them() {
     let o = bench(&["gen-fixture", "--sector-size", "2KiB", "--shape-only", "--out", s(&dir)]);
     assert!(o.status.success(), "{}", stderr(&o));
     let c1 = dir.join("c1.shape-only.json");
+    // The lotus-bench envelope beside it holds the same C1 output.
+    let bare = cuzk_filecoin::parse_c1(&std::fs::read(&c1).unwrap()).unwrap();
+    let wrapped = cuzk_filecoin::parse_c1(&std::fs::read(dir.join("c1.shape-only.envelope.json")).unwrap()).expect("the envelope parses");
+    assert_eq!(serde_json::to_vec(&bare.output).unwrap(), serde_json::to_vec(&wrapped.output).unwrap());
     let out = dir.join("params");
     let o = bench(&["shape-params", "--c1", s(&c1), "--out", s(&out), "--params-on", "host"]);
     assert!(o.status.success(), "{}", stderr(&o));
