@@ -1,6 +1,6 @@
 #!/bin/bash
-# One call on the lent GPU machine: cuzk-peers (cuzk against sppark and supraseal-c2 in one
-# process, see peers/README.md), from the release binary built here and carried gzipped in
+# One call on the lent GPU machine: cuzk-peers (cuzk against sppark in one process, and
+# against supraseal-c2-bench in its own, see peers/README.md), from the release binary built here and carried gzipped in
 # device-carry/. Log to $OUT/peers.log; the table is printed last.
 #
 #   device run: bash bench/device/peers.sh        carry: ["device-carry"]
@@ -14,6 +14,8 @@
 # shellcheck source=bench/device/lib.sh
 . "$(dirname "$0")/lib.sh"
 unpack cuzk-peers || exit 2
+# The proof rows run supraseal-c2 in its own process, from beside cuzk-peers.
+if has supraseal-c2-bench; then unpack supraseal-c2-bench || exit 2; fi
 if has cuzk-bench; then unpack cuzk-bench || exit 2; fi
 gpu_info
 FX=${DEVICE_PEERS_FIXTURE:-/tmp/fx/2KiB}

@@ -20,9 +20,10 @@ typedef xyzz_t<fp_t> bucket_t;
 typedef bucket_t::affine_t affine_t;
 typedef fr_t scalar_t;
 
-// sppark's msm/sort.cuh defines a plain (non-template) kernel named `sort`, which
-// supraseal-c2's library, linked into the same binary, defines too: ours is renamed. The
-// standard headers sppark pulls in come first, so the macro touches sppark's code only.
+// sppark's msm/sort.cuh defines a plain (non-template) kernel named `sort`, which any other
+// copy of sppark's kernels in the binary would define too (supraseal-c2's did, while it ran
+// in this process): ours is renamed. The standard headers sppark pulls in come first, so the
+// macro touches sppark's code only.
 #include <algorithm>
 #include <atomic>
 #include <cassert>

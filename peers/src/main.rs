@@ -34,6 +34,10 @@ use rayon::prelude::*;
 
 mod proofs;
 
+// sppark's crate builds its GPU selection (util/all_gpus.cpp: select_gpu, which cuda/peers.cu
+// calls) into a static library that is linked only with a crate the binary names.
+use sppark as _;
+
 #[derive(Parser, Debug)]
 #[command(about = "cuzk against sppark (MSM, NTT; one process) and supraseal-c2 (proofs; its own process), same data: a bench only")]
 struct Args {
@@ -89,6 +93,14 @@ struct Args {
     /// is 16.7 GB of host memory beside the 47.4 GB of parameters it pins).
     #[arg(long, default_value_t = 1)]
     shape_partitions: usize,
+    /// A shape-only C1 output (`cuzk-bench gen-fixture --shape-only`) whose first
+    /// --shape-partitions partitions both provers prove from --shape-params: the real
+    /// circuit's witnesses (unsatisfied), parameters from one file.
+    #[arg(long, requires = "shape_params")]
+    shape_c1: Option<PathBuf>,
+    /// The parameter file for --shape-c1 (`cuzk-bench shape-params` writes it; kept).
+    #[arg(long, requires = "shape_c1")]
+    shape_params: Option<PathBuf>,
     /// The CPU backend as referee at the 32 GiB shape too (minutes on 16 cores); otherwise
     /// cuzk's GPU proof is the reference there, and the row says so.
     #[arg(long)]

@@ -39,7 +39,12 @@ pub fn rows(args: &Args, rows: &mut Vec<Row>, failures: &mut Vec<String>) -> Res
         let case = porep_case(args)?;
         crate::guarded(&case.label.clone(), failures, |f| run_case(args, &bin, case, true, rows, f));
     }
-    let mut shapes = args.proof_shapes.clone();
+    if let (Some(c1), Some(params)) = (&args.shape_c1, &args.shape_params) {
+        let case = shape_c1_case(args, c1, params)?;
+        crate::guarded(&case.label.clone(), failures, |f| run_case(args, &bin, case, args.referee_cpu_32gib, rows, f));
+    }
+    // `--proof-shapes ""` gives one empty name: none.
+    let mut shapes: Vec<String> = args.proof_shapes.iter().filter(|s| !s.is_empty()).cloned().collect();
     shapes.extend(args.shape.iter().cloned());
     for name in shapes {
         // The CPU referee at the 32 GiB shape takes minutes on 16 cores (204 s, 2026-12-04):
@@ -118,46 +123,86 @@ fn shape_case(args: &Args, name: &str) -> Result<(Case, RemoveOnDrop)> {
     Ok((Case { label: format!("{name} shape"), witnesses, srs, params, peer_args, porep: None }, remove))
 }
 
+/// A shape-only C1 output's first partitions (the circuit's own witnesses, unsatisfied) and
+/// a parameter file of its shape, which both provers read.
+fn shape_c1_case(args: &Args, c1: &Path, params: &Path) -> Result<Case> {
+    let raw = std::fs::read(c1).with_context(|| format!("reading {}", c1.display()))?;
+    if !cuzk_filecoin::shape_c1::is_shape_only(&raw) {
+        bail!("{}: --shape-c1 takes a shape-only C1 output (gen-fixture --shape-only)", c1.display());
+    }
+    let input = cuzk_filecoin::parse_c1(&raw)?;
+    let job = cuzk_filecoin::PoRepJob::new(&input)?;
+    let n = args.shape_partitions.clamp(1, job.partitions());
+    let t = Instant::now();
+    let path = cuzk_filecoin::synthesis::SynthesisPath::CompiledUnchecked;
+    let witnesses = (0..n).map(|k| Ok(job.synthesize_unchecked(k, path)?.0)).collect::<Result<Vec<_>>>()?;
+    let synth = t.elapsed();
+    let want = cuzk_groth16::prover::required_shape(&witnesses[0]);
+    let on_disk = Srs::shape(params)?;
+    if on_disk != want {
+        bail!("{}: parameters of shape {on_disk:?}, the circuit needs {want:?}", params.display());
+    }
+    let t = Instant::now();
+    let srs = Srs::load(params)?;
+    println!(
+        "\n{:?} shape-only C1 ({}): SHAPE-ONLY (random contents and parameters; these proofs cannot verify): {n} partition(s) \
+         synthesized in {:.1} s, {} read in {:.1} s",
+        input.registered_proof(),
+        c1.display(),
+        synth.as_secs_f64(),
+        params.display(),
+        t.elapsed().as_secs_f64()
+    );
+    let peer_args = vec!["--c1".into(), c1.display().to_string(), "--partitions".into(), n.to_string()];
+    Ok(Case { label: format!("{:?} shape-only C1", input.registered_proof()), witnesses, srs, params: params.to_path_buf(), peer_args, porep: None })
+}
+
 fn run_case(args: &Args, bin: &Path, case: Case, cpu_referee: bool, rows: &mut Vec<Row>, failures: &mut Vec<String>) -> Result<()> {
-    let n = case.witnesses.len();
+    let Case { label, witnesses, srs, params, peer_args, porep } = case;
+    let n = witnesses.len();
+    let constraints = witnesses[0].num_constraints();
     let mut r = rng(0x2c2 ^ n as u64);
     let blinding: Vec<(Scalar, Scalar)> = (0..n).map(|_| (Scalar::random(&mut r), Scalar::random(&mut r))).collect();
 
     // The referee.
     let t = Instant::now();
     let referee: Option<Vec<Proof>> = if cpu_referee {
-        Some(case.witnesses.iter().zip(&blinding).map(|(w, &(r, s))| Ok(cuzk_groth16::prove(&CpuBackend, &case.srs, w.clone(), r, s)?.0)).collect::<Result<_>>()?)
+        Some(witnesses.iter().zip(&blinding).map(|(w, &(r, s))| Ok(cuzk_groth16::prove(&CpuBackend, &srs, w.clone(), r, s)?.0)).collect::<Result<_>>()?)
     } else {
         None
     };
     if cpu_referee {
-        println!("{}: the CPU backend's proofs (the referee) in {:.1} s", case.label, t.elapsed().as_secs_f64());
+        println!("{}: the CPU backend's proofs (the referee) in {:.1} s", label, t.elapsed().as_secs_f64());
     }
 
     // cuzk on the GPU, every partition, then the device is given back.
     let gpu = GpuBackend::open(0, VramBudget::FractionOfFree(0.9)).context("cuzk's GPU backend did not open")?;
     let mut cuzk_proofs = Vec::new();
-    for (w, &(r, s)) in case.witnesses.iter().zip(&blinding) {
-        cuzk_proofs.push(cuzk_groth16::prove(&gpu, &case.srs, w.clone(), r, s)?.0);
+    for (w, &(r, s)) in witnesses.iter().zip(&blinding) {
+        cuzk_proofs.push(cuzk_groth16::prove(&gpu, &srs, w.clone(), r, s)?.0);
     }
     // Timed rounds of partition 0 after that warm-up (its parameters resident).
-    let (w0, (r0, s0)) = (&case.witnesses[0], blinding[0]);
+    let (w0, (r0, s0)) = (&witnesses[0], blinding[0]);
     let mut times = Vec::new();
     for _ in 0..args.rounds {
         let copy = w0.clone();
         let t = Instant::now();
-        let p = cuzk_groth16::prove(&gpu, &case.srs, copy, r0, s0)?.0;
+        let p = cuzk_groth16::prove(&gpu, &srs, copy, r0, s0)?.0;
         times.push(t.elapsed());
         if p != cuzk_proofs[0] {
-            failures.push(format!("{}: cuzk's proof changed between calls", case.label));
+            failures.push(format!("{}: cuzk's proof changed between calls", label));
         }
     }
     drop(gpu);
+    // The peer's process needs the host memory: at 32 GiB the parameters are 47 GB and each
+    // witness 16.7 GB.
+    drop(witnesses);
+    drop(srs);
     let cuzk_stats = Stats::of(times);
     let reference = referee.clone().unwrap_or_else(|| cuzk_proofs.clone());
     let cuzk_ok = referee.as_ref().is_none_or(|want| *want == cuzk_proofs);
     if !cuzk_ok {
-        failures.push(format!("{}: cuzk's GPU proofs differ from the CPU backend's", case.label));
+        failures.push(format!("{}: cuzk's GPU proofs differ from the CPU backend's", label));
     }
 
     // The peer, in its own process.
@@ -166,11 +211,11 @@ fn run_case(args: &Args, bin: &Path, case: Case, cpu_referee: bool, rows: &mut V
     let _remove = (RemoveOnDrop(blinding_path.clone()), RemoveOnDrop(proofs_path.clone()));
     let bytes: Vec<u8> = blinding.iter().flat_map(|(r, s)| r.to_repr().into_iter().chain(s.to_repr())).collect();
     std::fs::write(&blinding_path, bytes)?;
-    print_free_memory(&format!("before supraseal-c2-bench ({})", case.label));
+    print_free_memory(&format!("before supraseal-c2-bench ({})", label));
     let out = Command::new(bin)
         .arg("--params")
-        .arg(&case.params)
-        .args(&case.peer_args)
+        .arg(&params)
+        .args(&peer_args)
         .arg("--blinding")
         .arg(&blinding_path)
         .arg("--rounds")
@@ -197,12 +242,12 @@ fn run_case(args: &Args, bin: &Path, case: Case, cpu_referee: bool, rows: &mut V
 
     let (note, peer_stats) = match peer {
         Err(e) => {
-            failures.push(format!("{}: supraseal-c2: {e:#}", case.label));
+            failures.push(format!("{}: supraseal-c2: {e:#}", label));
             (format!("supraseal-c2: {e:#}; not counted"), None)
         }
         Ok((proofs, stats)) => {
             let equal = proofs == reference;
-            let verified = case.porep.as_ref().map(|(job, id)| job.finish(&proofs, id.clone()).map(|_| ()));
+            let verified = porep.as_ref().map(|(job, id)| job.finish(&proofs, id.clone()).map(|_| ()));
             let referee_name = if cpu_referee { "the CPU backend's" } else { "cuzk's GPU proofs (the CPU referee is off at this size: --referee-cpu-32gib)" };
             let mut note = format!("{n} partition(s) per peer call; peer's proofs {} {referee_name}", if equal { "equal" } else { "DIFFER from" });
             if let Some(v) = &verified {
@@ -210,7 +255,7 @@ fn run_case(args: &Args, bin: &Path, case: Case, cpu_referee: bool, rows: &mut V
             }
             let counted = equal || verified.as_ref().is_some_and(|v| v.is_ok());
             if !equal {
-                failures.push(format!("{}: supraseal-c2's proofs differ ({})", case.label, hex(&proofs[0].to_bytes())));
+                failures.push(format!("{}: supraseal-c2's proofs differ ({})", label, hex(&proofs[0].to_bytes())));
             }
             if counted {
                 (note, Some(stats))
@@ -220,8 +265,8 @@ fn run_case(args: &Args, bin: &Path, case: Case, cpu_referee: bool, rows: &mut V
         }
     };
     rows.push(Row {
-        op: format!("{} partition proof, after synthesis", case.label),
-        n: format!("{} constraints", w0.num_constraints()),
+        op: format!("{} partition proof, after synthesis", label),
+        n: format!("{constraints} constraints"),
         cuzk: cuzk_stats,
         peer: peer_stats,
         note: if cuzk_ok { note } else { note + "; cuzk's GPU proof differs from the referee" },

@@ -36,7 +36,8 @@ struct Args {
     /// for all of them (a sector's partitions share theirs).
     #[arg(long, default_value_t = 0x5eed)]
     seed: u64,
-    /// A real C1 output: its partitions are synthesized (cuzk-filecoin) and proved.
+    /// A C1 output: its partitions are synthesized (cuzk-filecoin) and proved; a shape-only
+    /// one's (`gen-fixture --shape-only`) without the satisfaction check (they cannot verify).
     #[arg(long)]
     c1: Option<PathBuf>,
     /// Partitions in one call (a --shape's are copies of one witness; a --c1's are its first N).
@@ -121,10 +122,17 @@ fn witnesses(args: &Args) -> Result<Vec<PartitionWitness>> {
         return Ok((0..args.partitions).map(|_| w.clone()).collect());
     }
     let Some(path) = &args.c1 else { bail!("give --shape (with --mix-c1) or --c1") };
-    let c1 = cuzk_filecoin::parse_c1(&std::fs::read(path).with_context(|| format!("reading {}", path.display()))?)?;
-    let job = cuzk_filecoin::PoRepJob::new(&c1)?;
+    let raw = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+    let shape_only = cuzk_filecoin::shape_c1::is_shape_only(&raw);
+    let job = cuzk_filecoin::PoRepJob::new(&cuzk_filecoin::parse_c1(&raw)?)?;
     if args.partitions > job.partitions() {
         bail!("{}: {} partition(s), --partitions {}", path.display(), job.partitions(), args.partitions);
+    }
+    if shape_only {
+        // The circuit's own witnesses, unsatisfied: shape-only, they cannot verify (a bench).
+        println!("{}: SHAPE-ONLY C1 output: the proofs cannot verify", path.display());
+        let path = cuzk_filecoin::synthesis::SynthesisPath::CompiledUnchecked;
+        return (0..args.partitions).map(|k| Ok(job.synthesize_unchecked(k, path)?.0)).collect();
     }
     (0..args.partitions).map(|k| Ok(job.synthesize(k)?.0)).collect()
 }

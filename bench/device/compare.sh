@@ -1,0 +1,184 @@
+#!/bin/bash
+# Issue #36's comparison, run by its GPU-run issue: cuzk, upstream cuzk and supraseal-c2 on
+# one GPU, each in its own process, one after the other, on the same 32 GiB-shaped input (a
+# shape-only C1 output of the real structure) and the same parameter file, written once
+# under its real name (`v28-stacked-proof-of-replication-...params`, .vk, .meta), which each
+# prover reads from disk itself. SHAPE-ONLY: random contents and random parameters, so no
+# 32 GiB proof here can verify; cuzk's and supraseal-c2's must be equal (same witnesses, r
+# and s), and upstream's self-check fails them (it then returns no proof: its own timing
+# lines are the record). At small sizes every prover's proof is checked against the CPU
+# backend's or verified before its time counts (cuzk-peers).
+#
+#   device run: bash bench/device/compare.sh        carry: ["device-carry"]
+#
+# Needs in device-carry/: cuzk-bench, cuzk-peers and supraseal-c2-bench (peers/README.md),
+# upstream-cuzk-daemon and upstream-cuzk-bench (bench/upstream/build.sh), and the 2 KiB
+# fixture's c1.json (the small shapes' scalar mix).
+#
+# DEVICE_COMPARE_PARTS picks and orders the parts (default: "inputs small cuzk supraseal
+# upstream"; about 10-12 minutes in all, so two calls: e.g. "inputs small cuzk supraseal",
+# then "inputs upstream" on the still-warm machine, where "inputs" keeps what is there):
+#   inputs     /tmp/cmp/s32: the 32 GiB shape-only C1 and its lotus-bench envelope;
+#              /tmp/cmp/params: random parameters of its exact circuit (`cuzk-bench
+#              shape-params`, 47.4 GB of the 64 GiB disk), kept while the machine is.
+#   small      cuzk-peers: NTT and MSM against sppark, then the 2 KiB PoRep (its fixture made
+#              here, about 2 minutes) and PoRep shapes 2^16-2^22, the CPU backend as referee,
+#              supraseal-c2 in its own process (DEVICE_PEERS_ARGS adds flags).
+#   cuzk       engine-bench --params-file, deferred evaluation (as cuzkd runs), DEVICE_PROOFS
+#              (3) proofs: the cold start (page cache dropped, process start to the first
+#              proof), prove() per partition, steady state per proof, peak host RSS of the
+#              whole run (/usr/bin/time). cuzkd refuses shape-only inputs; engine-bench runs
+#              the daemon's engine in its process.
+#   supraseal  cuzk-peers --shape-c1: the C1's first DEVICE_SUPRA_PARTITIONS (2) partitions,
+#              cuzk on the GPU (the reference at this size) and supraseal-c2-bench proving
+#              them in one call, 5 timed calls each, same witnesses, r, s and file; the host
+#              holds the parameters (47.4 GB) and 16.7 GB per partition, so 2 fit in 125 GiB.
+#   upstream   upstream-cuzk-daemon from the same file (its defaults, with the 128 GiB host
+#              settings of its docs: 1 GPU worker, a 100 GiB memory budget), then
+#              upstream-cuzk-bench batch: DEVICE_UPSTREAM_PROOFS (3) proofs one at a time,
+#              then the same two at a time when DEVICE_UPSTREAM_CONCURRENT=1. Its stderr
+#              (TIMELINE, CUZK_TIMING) in upstream-daemon.log; VmHWM of the daemon at the end.
+#              Its 25 GiB pre-compiled circuit file, which it writes beside the parameters
+#              and never reads back, is kept off the disk by a directory of that name (the
+#              write fails with a warning, upstream's own handling).
+# Free VRAM (nvidia-smi) is logged before each part, the time each part took after it.
+# Logs in $OUT: one per part (inputs.log, peers-small.log, cuzk-engine.txt,
+# peers-supraseal.log, upstream-*.log), compare.log (the parts' timeline).
+# shellcheck source=bench/device/lib.sh
+. "$(dirname "$0")/lib.sh"
+parts=${DEVICE_COMPARE_PARTS:-"inputs small cuzk supraseal upstream"}
+need=(cuzk-bench)
+for p in $parts; do
+  case $p in
+    inputs | cuzk) ;;
+    small | supraseal) need+=(cuzk-peers supraseal-c2-bench) ;;
+    upstream) need+=(upstream-cuzk-daemon upstream-cuzk-bench) ;;
+    *) echo "compare.sh: unknown part $p (inputs small cuzk supraseal upstream)" >&2; exit 2 ;;
+  esac
+done
+# shellcheck disable=SC2046  # the names are plain words
+unpack $(printf '%s\n' "${need[@]}" | sort -u) || exit 2
+[ -f "$CARRY/c1.json" ] || { echo "$CARRY/c1.json missing (the 2 KiB fixture's)" >&2; exit 2; }
+export CUZK_REQUIRE_GPU=1
+gpu_info
+machine_info
+S32=/tmp/cmp/s32 PARAMS_DIR=/tmp/cmp/params
+LOG=$OUT/compare.log
+note() { echo "[$(elapsed) s] $*" | tee -a "$LOG"; }
+vram() { note "free VRAM before $1: $(nvidia-smi --query-gpu=memory.free,memory.used --format=csv,noheader)"; }
+drop_cache() {
+  sync
+  if echo 3 > /proc/sys/vm/drop_caches 2> /dev/null; then note "page cache dropped"; else note "page cache NOT dropped (not permitted here): a warm read"; fi
+}
+params_file() { ls "$PARAMS_DIR"/v28-stacked-proof-of-replication-*.params 2> /dev/null | head -1; }
+status=0
+
+part_inputs() {
+  mkdir -p "$S32" "$PARAMS_DIR"
+  if [ ! -f "$S32/c1.shape-only.envelope.json" ]; then
+    "$BIN/cuzk-bench" gen-fixture --sector-size 32GiB --shape-only --out "$S32" >> "$OUT/inputs.log" 2>&1 || return 1
+  fi
+  if [ -z "$(params_file)" ]; then
+    df -h /tmp >> "$OUT/inputs.log"
+    "$BIN/cuzk-bench" shape-params --c1 "$S32/c1.shape-only.json" --out "$PARAMS_DIR" >> "$OUT/inputs.log" 2>&1 || return 1
+  fi
+  ls -la "$PARAMS_DIR" "$S32" >> "$OUT/inputs.log"
+  df -h /tmp >> "$OUT/inputs.log"
+  tail -3 "$OUT/inputs.log"
+}
+
+part_small() {
+  # shellcheck disable=SC2086  # DEVICE_PEERS_ARGS is split into arguments
+  timeout 420 "$BIN/cuzk-peers" --fixture-dir /tmp/fx/2KiB --mix-c1 "$CARRY/c1.json" --shape-dir /tmp/cmp/small \
+    --supraseal-bin "$BIN/supraseal-c2-bench" ${DEVICE_PEERS_ARGS:-} > "$OUT/peers-small.log" 2>&1
+  local rc=$?
+  grep -E "^\|" "$OUT/peers-small.log" | tail -30
+  return $rc
+}
+
+part_cuzk() {
+  local p
+  p=$(params_file)
+  [ -n "$p" ] || { note "no parameter file: run the inputs part first"; return 1; }
+  drop_cache
+  local t0
+  t0=$(date +%s.%N)
+  RUST_LOG=warn,cuzk_gpu::eval=info /usr/bin/time -v "$BIN/cuzk-bench" engine-bench --c1 "$S32/c1.shape-only.json" \
+    --params-file "$p" --deferred --proofs "${DEVICE_PROOFS:-3}" > "$OUT/cuzk-engine.txt" 2>&1
+  local rc=$?
+  echo "process started at $t0 (date +%s.%N); ended $(date +%s.%N)" >> "$OUT/cuzk-engine.txt"
+  grep -E "parameters read|proof 0 |steady state|peak host RSS|Maximum resident|GPU busy|prove\(\) stages" "$OUT/cuzk-engine.txt"
+  return $rc
+}
+
+part_supraseal() {
+  local p
+  p=$(params_file)
+  [ -n "$p" ] || { note "no parameter file: run the inputs part first"; return 1; }
+  timeout 480 "$BIN/cuzk-peers" --no-sppark --no-porep --proof-shapes "" --shape-c1 "$S32/c1.shape-only.json" \
+    --shape-params "$p" --shape-partitions "${DEVICE_SUPRA_PARTITIONS:-2}" --shape-dir /tmp/cmp/work \
+    --supraseal-bin "$BIN/supraseal-c2-bench" > "$OUT/peers-supraseal.log" 2>&1
+  local rc=$?
+  grep -E "^\||supraseal-c2:|peak host RSS|every call|MISMATCH" "$OUT/peers-supraseal.log"
+  return $rc
+}
+
+part_upstream() {
+  local p
+  p=$(params_file)
+  [ -n "$p" ] || { note "no parameter file: run the inputs part first"; return 1; }
+  # Its pre-compiled circuit cache (25 GiB, never read back) cannot be written here.
+  mkdir -p "$PARAMS_DIR/pce-porep-32g.bin"
+  cat > /tmp/cmp/upstream.toml <<EOF
+[daemon]
+listen = "127.0.0.1:9820"
+[srs]
+param_cache = "$PARAMS_DIR"
+[memory]
+total_budget = "100GiB"
+[gpus]
+devices = [0]
+gpu_workers_per_device = 1
+EOF
+  cp /tmp/cmp/upstream.toml "$OUT/upstream.toml"
+  drop_cache
+  local t0
+  t0=$(date +%s.%N)
+  FIL_PROOFS_PARAMETER_CACHE=$PARAMS_DIR RUST_LOG=info "$BIN/upstream-cuzk-daemon" -c /tmp/cmp/upstream.toml \
+    > "$OUT/upstream-daemon.log" 2>&1 &
+  local pid=$!
+  echo "daemon started at $t0 (date +%s.%N), pid $pid" >> "$OUT/upstream-bench.log"
+  local up=0
+  for _ in $(seq 60); do
+    if (exec 3<> /dev/tcp/127.0.0.1/9820) 2> /dev/null; then up=1; break; fi
+    sleep 1
+  done
+  [ $up = 1 ] || { note "upstream daemon did not listen in 60 s"; kill $pid; tail -20 "$OUT/upstream-daemon.log"; return 1; }
+  local rc=0
+  local n=${DEVICE_UPSTREAM_PROOFS:-3}
+  timeout 480 "$BIN/upstream-cuzk-bench" --addr http://127.0.0.1:9820 batch -t porep --c1 "$S32/c1.shape-only.envelope.json" \
+    -c "$n" -j 1 --sector-num 1 --miner-id 1000 >> "$OUT/upstream-bench.log" 2>&1 || rc=1
+  echo "batch -j 1 ended at $(date +%s.%N)" >> "$OUT/upstream-bench.log"
+  if [ "${DEVICE_UPSTREAM_CONCURRENT:-0}" = 1 ]; then
+    timeout 300 "$BIN/upstream-cuzk-bench" --addr http://127.0.0.1:9820 batch -t porep --c1 "$S32/c1.shape-only.envelope.json" \
+      -c "$n" -j 2 --sector-num 1 --miner-id 1000 >> "$OUT/upstream-bench.log" 2>&1 || rc=1
+    echo "batch -j 2 ended at $(date +%s.%N)" >> "$OUT/upstream-bench.log"
+  fi
+  grep -E "VmHWM|VmRSS" "/proc/$pid/status" >> "$OUT/upstream-bench.log" 2> /dev/null
+  kill "$pid"
+  wait "$pid" 2> /dev/null
+  echo "UPSTREAM'S PROOFS OF SHAPE-ONLY INPUTS FAIL ITS SELF-CHECK (expected): its timing lines are the record" >> "$OUT/upstream-bench.log"
+  tail -25 "$OUT/upstream-bench.log"
+  grep -c "^TIMELINE" "$OUT/upstream-daemon.log" | sed 's/^/TIMELINE lines: /'
+  grep -m 5 "CUZK_TIMING" "$OUT/upstream-daemon.log"
+  return $rc
+}
+
+for p in $parts; do
+  vram "$p"
+  start=$(elapsed)
+  "part_$p" || { status=1; note "part $p FAILED"; }
+  note "part $p took $(( $(elapsed) - start )) s"
+done
+note "compare.sh: status $status"
+exit $status
