@@ -266,11 +266,13 @@ impl Stats {
     /// call proving `partitions`), per partition.
     pub(crate) fn of_printed(stdout: &str, partitions: usize) -> Option<Stats> {
         let line = stdout.lines().find(|l| l.starts_with("supraseal-c2: "))?;
-        let after = |key: &str| line.split(key).nth(1);
-        let median: f64 = after("median ")?.split(' ').next()?.parse().ok()?;
-        let spread = after("(")?.split(')').next()?;
+        // "... median M ms (LO-HI) over R warm calls ...": read from "median " on (the line's
+        // start has parentheses of its own).
+        let tail = line.split_once("median ")?.1;
+        let median: f64 = tail.split(' ').next()?.parse().ok()?;
+        let spread = tail.split_once('(')?.1.split(')').next()?;
         let (lo, hi) = spread.split_once('-')?;
-        let n: usize = after(" over ")?.split(' ').next()?.parse().ok()?;
+        let n: usize = tail.split_once(" over ")?.1.split(' ').next()?.parse().ok()?;
         let d = |ms: f64| Duration::from_secs_f64(ms / 1e3 / partitions.max(1) as f64);
         Some(Stats { median: d(median), min: d(lo.parse().ok()?), max: d(hi.parse().ok()?), n })
     }
@@ -560,4 +562,18 @@ impl Drop for RemoveOnDrop {
 
 pub(crate) fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_peer_summary_line_is_read_per_partition() {
+        let out = "call 1: 230.0 ms\nsupraseal-c2: 2 partition(s) per call, median 426.6 ms (416.6-457.6) over 5 warm calls: 213.3 ms per partition\n";
+        let s = Stats::of_printed(out, 2).expect("parsed");
+        let tenths = |d: Duration| (ms(d) * 10.0).round() as u64;
+        assert_eq!((tenths(s.median), tenths(s.min), tenths(s.max), s.n), (2133, 2083, 2288, 5));
+        assert!(Stats::of_printed("no summary here", 1).is_none());
+    }
 }

@@ -791,19 +791,22 @@ fn multiples_and_bucket_sets_match_cpu() {
     let Some((gpu, _serial)) = gpu() else { return };
     let n = 1usize << 16;
     let bases = random_bases(n, 300);
+    let odd = n - 7;
+    // The width the plan takes without copies, under the default tuning (before the
+    // warm-up's forced width).
+    gpu.retune(variant(|_| ()));
+    let plain = gpu.plan_msm_g1(odd).unwrap().c;
     // The first build of multiples grows the context's local memory once (the build kernel
     // keeps 16 points a thread; 430 MiB on an H100): the baseline is taken after one.
     gpu.retune(variant(|t| (t.msm_multiples, t.msm_window) = (4, Some(16))));
     check_msm(gpu, "warm-up", &bases, &random_scalars(n, 299));
     gpu.release_caches().unwrap();
     let (free0, _) = gpu.mem_info().unwrap();
-    let odd = n - 7;
     let idx: Vec<u32> = (0..odd as u32).map(|i| (i * 7919) % n as u32).collect();
     // (copies allowed, forced width, a pass per set)
     let variants = [(1u32, None, true), (1, Some(20), true), (4, Some(16), false), (4, Some(13), true)]
         .into_iter()
         .chain([(8, Some(7), false), (16, Some(20), false), (16, Some(22), true), (16, None, false)]);
-    let plain = gpu.plan_msm_g1(odd).unwrap().c;
     for (copies, window, per_set) in variants {
         gpu.release_multiples();
         gpu.retune(variant(|t| (t.msm_multiples, t.msm_window, t.msm_scatter_per_set) = (copies, window, per_set)));
