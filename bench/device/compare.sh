@@ -16,8 +16,9 @@
 # fixture's c1.json (the small shapes' scalar mix).
 #
 # DEVICE_COMPARE_PARTS picks and orders the parts (default: "inputs small cuzk supraseal
-# upstream"; about 10-12 minutes in all, so two calls: e.g. "inputs small cuzk supraseal",
-# then "inputs upstream" on the still-warm machine, where "inputs" keeps what is there):
+# upstream"; more than one call's 10 minutes in all, so three calls on the still-warm
+# machine, where "inputs" keeps what is there: "inputs small cuzk", "inputs supraseal",
+# "inputs upstream"):
 #   inputs     /tmp/cmp/s32: the 32 GiB shape-only C1 and its lotus-bench envelope;
 #              /tmp/cmp/params: random parameters of its exact circuit (`cuzk-bench
 #              shape-params`, 47.4 GB of the 64 GiB disk), kept while the machine is.
@@ -35,7 +36,9 @@
 #              holds the parameters (47.4 GB) and 16.7 GB per partition, so 2 fit in 125 GiB.
 #   upstream   upstream-cuzk-daemon from the same file (its defaults, with the 128 GiB host
 #              settings of its docs: 1 GPU worker, a 100 GiB memory budget), then
-#              upstream-cuzk-bench batch: DEVICE_UPSTREAM_PROOFS (3) proofs one at a time,
+#              upstream-cuzk-bench batch: DEVICE_UPSTREAM_PROOFS (3) proofs one at a time
+#              (its first took 386 s on an H100: synthesis on its standard path while it
+#              extracts its pre-compiled circuit; give this part a call of its own),
 #              then the same two at a time when DEVICE_UPSTREAM_CONCURRENT=1. Its stderr
 #              (TIMELINE, CUZK_TIMING) in upstream-daemon.log; VmHWM of the daemon at the end.
 #              Its 25 GiB pre-compiled circuit file, which it writes beside the parameters
@@ -127,8 +130,11 @@ part_upstream() {
   local p
   p=$(params_file)
   [ -n "$p" ] || { note "no parameter file: run the inputs part first"; return 1; }
-  # Its pre-compiled circuit cache (25 GiB, never read back) cannot be written here.
-  mkdir -p "$PARAMS_DIR/pce-porep-32g.bin"
+  # Its pre-compiled circuit cache (25 GiB, never read back) cannot be written here: it
+  # writes pce-porep-32g.tmp, then renames it to .bin; directories of both names make the
+  # first step fail (a warning of upstream's). Without them the 47.4 GB parameter file
+  # leaves too little disk and the write fills it (2026-12-06 dry run).
+  mkdir -p "$PARAMS_DIR/pce-porep-32g.bin" "$PARAMS_DIR/pce-porep-32g.tmp"
   cat > /tmp/cmp/upstream.toml <<EOF
 [daemon]
 listen = "127.0.0.1:9820"
