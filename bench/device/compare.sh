@@ -74,6 +74,11 @@ drop_cache() {
   if echo 3 > /proc/sys/vm/drop_caches 2> /dev/null; then note "page cache dropped"; else note "page cache NOT dropped (not permitted here): a warm read"; fi
 }
 params_file() { ls "$PARAMS_DIR"/v28-stacked-proof-of-replication-*.params 2> /dev/null | head -1; }
+# P: the parameter file, or a note and a failure when the inputs part has not made it.
+need_params() {
+  P=$(params_file)
+  [ -n "$P" ] || { note "no parameter file: run the inputs part first"; return 1; }
+}
 status=0
 
 part_inputs() {
@@ -100,14 +105,12 @@ part_small() {
 }
 
 part_cuzk() {
-  local p
-  p=$(params_file)
-  [ -n "$p" ] || { note "no parameter file: run the inputs part first"; return 1; }
+  need_params || return 1
   drop_cache
   local t0
   t0=$(date +%s.%N)
   RUST_LOG=warn,cuzk_gpu::eval=info /usr/bin/time -v "$BIN/cuzk-bench" engine-bench --c1 "$S32/c1.shape-only.json" \
-    --params-file "$p" --deferred --proofs "${DEVICE_PROOFS:-3}" > "$OUT/cuzk-engine.txt" 2>&1
+    --params-file "$P" --deferred --proofs "${DEVICE_PROOFS:-3}" > "$OUT/cuzk-engine.txt" 2>&1
   local rc=$?
   echo "process started at $t0 (date +%s.%N); ended $(date +%s.%N)" >> "$OUT/cuzk-engine.txt"
   grep -E "parameters read|proof 0 |steady state|peak host RSS|Maximum resident|GPU busy|prove\(\) stages" "$OUT/cuzk-engine.txt"
@@ -115,11 +118,9 @@ part_cuzk() {
 }
 
 part_supraseal() {
-  local p
-  p=$(params_file)
-  [ -n "$p" ] || { note "no parameter file: run the inputs part first"; return 1; }
+  need_params || return 1
   timeout 480 "$BIN/cuzk-peers" --no-sppark --no-porep --proof-shapes "" --shape-c1 "$S32/c1.shape-only.json" \
-    --shape-params "$p" --shape-partitions "${DEVICE_SUPRA_PARTITIONS:-2}" --shape-dir /tmp/cmp/work \
+    --shape-params "$P" --shape-partitions "${DEVICE_SUPRA_PARTITIONS:-2}" --shape-dir /tmp/cmp/work \
     --supraseal-bin "$BIN/supraseal-c2-bench" > "$OUT/peers-supraseal.log" 2>&1
   local rc=$?
   grep -E "^\||supraseal-c2:|peak host RSS|every call|MISMATCH" "$OUT/peers-supraseal.log"
@@ -127,9 +128,7 @@ part_supraseal() {
 }
 
 part_upstream() {
-  local p
-  p=$(params_file)
-  [ -n "$p" ] || { note "no parameter file: run the inputs part first"; return 1; }
+  need_params || return 1
   # Its pre-compiled circuit cache (25 GiB, never read back) cannot be written here: it
   # writes pce-porep-32g.tmp, then renames it to .bin; directories of both names make the
   # first step fail (a warning of upstream's). Without them the 47.4 GB parameter file
