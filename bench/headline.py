@@ -56,6 +56,13 @@ def peers_row(path, op, n):
     return float(m.group(1)), float(m.group(2))
 
 
+def peers_median_row(path, op, n):
+    """A cuzk-peers row of medians: (cuzk median, lo, hi, peer median, lo, hi), the note."""
+    cell = r"([\d.]+) \(([\d.]+)-([\d.]+); \d+\)"
+    m, _ = grab(path, r"^\| " + re.escape(op) + r" \| " + re.escape(n) + r" \| " + cell + r" \| " + cell + r" \| [\d.]+ \| (.*) \|$")
+    return [float(x) for x in m.groups()[:6]], m.group(7)
+
+
 def rows():
     out = []
 
@@ -107,6 +114,23 @@ def rows():
     c, p = peers_row(f, "MSM G1 random", "2^26")
     out.append(("G1 MSM 2^26 random scalars, against sppark in the same process", "<= 450 ms (#35)",
                 f"{c:.1f} ms, sppark {p:.1f} ms ({c / p:.2f}x), best of 3", "H200, 2026-12-04", f))
+
+    f = "2026-12-06-h100-harness-first/peers-small.log"
+    for op, n, what, goal in [("NTT Forward, kernels", "2^27", "NTT 2^27 forward, kernels", "<= 35 ms (#35)"),
+                              ("MSM G1 random", "2^26", "G1 MSM 2^26 random scalars", "<= 450 ms (#35)")]:
+        (c, clo, chi, p, plo, phi), _ = peers_median_row(f, op, n)
+        out.append((f"{what}, against sppark in the same process", goal,
+                    f"{c:.1f} ms ({clo:.1f}-{chi:.1f}), sppark {p:.1f} ms ({plo:.1f}-{phi:.1f}): {c / p:.2f}x, medians of 5",
+                    "H100, 2026-12-06", f))
+
+    f = "2026-12-06-h100-compare-dry-run/peers-small.log"
+    (c, clo, chi, p, plo, phi), note = peers_median_row(f, "2 KiB PoRep partition proof, after synthesis", "2687961 constraints")
+    if "equal the CPU backend's" not in note or "verifies" not in note:
+        raise SystemExit(f"headline: {f}: the 2 KiB row's peer proof is not equal and verified: {note}")
+    out.append(("2 KiB PoRep partition proof, supraseal-c2 in its own process (its proof equals the CPU referee's and verifies)",
+                "faster than the peers (#36)",
+                f"cuzk {c:.1f} ms ({clo:.1f}-{chi:.1f}), supraseal-c2 {p:.1f} ms ({plo:.1f}-{phi:.1f}): {c / p:.2f}x, medians of 5",
+                "H100, 2026-12-06", f))
 
     f = "2026-12-05-local-setup/setup-bench.log"
     m, _ = grab(f, r"^\| StackedDrg2KiBV1_1 \| \d+ \| ([\d.]+) s \(min ([\d.]+), max ([\d.]+), (\d+) rounds\) \| ([\d.]+) s")
