@@ -27,7 +27,7 @@
 #              supraseal-c2 in its own process (DEVICE_PEERS_ARGS adds flags).
 #   cuzk       engine-bench --params-file, deferred evaluation (as cuzkd runs), DEVICE_PROOFS
 #              (3) proofs: the cold start (page cache dropped, process start to the first
-#              proof), prove() per partition, steady state per proof, peak host RSS of the
+#              proof: its "cold start" line), prove() per partition, steady state per proof, peak host RSS of the
 #              whole run (/usr/bin/time). cuzkd refuses shape-only inputs; engine-bench runs
 #              the daemon's engine in its process.
 #   supraseal  cuzk-peers --shape-c1: the C1's first DEVICE_SUPRA_PARTITIONS (2) partitions,
@@ -71,7 +71,7 @@ note() { echo "[$(elapsed) s] $*" | tee -a "$LOG"; }
 vram() { note "free VRAM before $1: $(nvidia-smi --query-gpu=memory.free,memory.used --format=csv,noheader)"; }
 drop_cache() {
   sync
-  if echo 3 > /proc/sys/vm/drop_caches 2> /dev/null; then note "page cache dropped"; else note "page cache NOT dropped (not permitted here): a warm read"; fi
+  if { echo 3 > /proc/sys/vm/drop_caches; } 2> /dev/null; then note "page cache dropped"; else note "page cache NOT dropped (not permitted here): a warm read"; fi
 }
 params_file() { ls "$PARAMS_DIR"/v28-stacked-proof-of-replication-*.params 2> /dev/null | head -1; }
 # P: the parameter file, or a note and a failure when the inputs part has not made it.
@@ -113,7 +113,7 @@ part_cuzk() {
     --params-file "$P" --deferred --proofs "${DEVICE_PROOFS:-3}" > "$OUT/cuzk-engine.txt" 2>&1
   local rc=$?
   echo "process started at $t0 (date +%s.%N); ended $(date +%s.%N)" >> "$OUT/cuzk-engine.txt"
-  grep -E "parameters read|proof 0 |steady state|peak host RSS|Maximum resident|GPU busy|prove\(\) stages" "$OUT/cuzk-engine.txt"
+  grep -E "parameters read|proof 0 |cold start|steady state|peak host RSS|Maximum resident|GPU busy|prove\(\) stages" "$OUT/cuzk-engine.txt"
   return $rc
 }
 
@@ -155,6 +155,7 @@ EOF
   echo "daemon started at $t0 (date +%s.%N), pid $pid" >> "$OUT/upstream-bench.log"
   local up=0
   for _ in $(seq 60); do
+    kill -0 "$pid" 2> /dev/null || { note "upstream daemon exited at start"; tail -20 "$OUT/upstream-daemon.log"; return 1; }
     if (exec 3<> /dev/tcp/127.0.0.1/9820) 2> /dev/null; then up=1; break; fi
     sleep 1
   done

@@ -297,7 +297,8 @@ fn timed<T>(rounds: usize, mut f: impl FnMut() -> Result<T>) -> Result<(T, Stats
 pub(crate) struct Row {
     op: String,
     n: String,
-    cuzk: Stats,
+    /// None: cuzk's result was not confirmed (see the note): not counted either.
+    cuzk: Option<Stats>,
     /// None: the peer's result did not equal the referee's (or failed): its time is not
     /// counted, and the note says why.
     peer: Option<Stats>,
@@ -306,11 +307,12 @@ pub(crate) struct Row {
 
 impl Row {
     fn print(&self) {
-        let (peer, ratio) = match &self.peer {
-            Some(p) => (p.cell(), format!("{:.2}", self.cuzk.median.as_secs_f64() / p.median.as_secs_f64().max(1e-12))),
-            None => ("not counted".to_string(), "-".to_string()),
+        let cell = |s: &Option<Stats>| s.as_ref().map_or("not counted".to_string(), Stats::cell);
+        let ratio = match (&self.cuzk, &self.peer) {
+            (Some(c), Some(p)) => format!("{:.2}", c.median.as_secs_f64() / p.median.as_secs_f64().max(1e-12)),
+            _ => "-".to_string(),
         };
-        println!("| {} | {} | {} | {peer} | {ratio} | {} |", self.op, self.n, self.cuzk.cell(), self.note);
+        println!("| {} | {} | {} | {} | {ratio} | {} |", self.op, self.n, cell(&self.cuzk), cell(&self.peer), self.note);
     }
 }
 
@@ -489,14 +491,14 @@ fn ntt_rows(gpu: &GpuBackend, args: &Args, rows: &mut Vec<Row>, failures: &mut V
             rows.push(Row {
                 op: format!("NTT {dir:?}, host to host"),
                 n: format!("2^{log_n}"),
-                cuzk: cuzk_t,
+                cuzk: Some(cuzk_t),
                 peer: (equal && equal_res).then_some(sp_t),
                 note: format!("sppark NTT::Base (NN); outputs {verdict}"),
             });
             rows.push(Row {
                 op: format!("NTT {dir:?}, kernels"),
                 n: format!("2^{log_n}"),
-                cuzk: kern,
+                cuzk: Some(kern),
                 peer: (equal && equal_res).then_some(sp_kern),
                 note: format!(
                     "cuzk: kernel events of its host-to-host call; sppark: Base_dev_ptr on resident data (NN); outputs {verdict}"
@@ -537,7 +539,7 @@ fn msm_rows(gpu: &GpuBackend, args: &Args, rows: &mut Vec<Row>, failures: &mut V
             rows.push(Row {
                 op: format!("MSM G1 {label}"),
                 n: format!("2^{log_n}"),
-                cuzk: cuzk_t,
+                cuzk: Some(cuzk_t),
                 peer: equal.then_some(sp_t),
                 note: format!(
                     "bases resident, scalars from host; points {verdict}; first calls (bases up): cuzk {:.0} ms, sppark msm_t {:.0} ms",

@@ -535,6 +535,19 @@ pub fn run(args: &EngineBenchArgs) -> Result<()> {
         let all = timeline.spans.lock().unwrap_or_else(|p| p.into_inner()).clone();
         let spans: Vec<Span> = all.iter().filter(|s| s.job < URGENT_INDEX).cloned().collect();
         let steady = print_report(&spans, &done, partitions, workers, ndev, &worker_devices);
+        // The cold start: from the process's start (the C1 read, the circuit recorded, the
+        // parameters read or made, the devices opened) to the first proof, in the first run.
+        if let (Some(start), Some((_, first, _, _))) = (crate::PROCESS_START.get(), done.first()) {
+            let before = timeline.t0.saturating_duration_since(*start);
+            println!(
+                "  cold start: the first proof {:.1} s after the process started ({:.1} s before the submission: C1, circuit, \
+                 parameters, devices; then {:.1} s to the proof){}",
+                secs(before + *first),
+                secs(before),
+                secs(*first),
+                if workers != args.synthesis_workers[0] || ndev != args.devices[0] { "; a later run: from the process start, so the runs before it included" } else { "" }
+            );
+        }
         let tries = spans.iter().filter(|s| s.gpu).count();
         println!(
             "  {} prove() attempts for {} partitions ({} proved again after a device failure); {}",

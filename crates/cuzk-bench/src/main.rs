@@ -776,7 +776,11 @@ pub(crate) fn median_spread(v: &mut [f64]) -> (f64, f64, f64) {
     (v[v.len() / 2], v[0], v[v.len() - 1])
 }
 
+/// When the process started (main's first line): engine-bench's cold start counts from here.
+pub(crate) static PROCESS_START: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+
 fn main() -> ExitCode {
+    PROCESS_START.get_or_init(Instant::now);
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
     match run(Cli::parse()) {
         Ok(()) => ExitCode::SUCCESS,

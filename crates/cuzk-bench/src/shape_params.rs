@@ -42,6 +42,15 @@ pub fn run(args: &Args) -> Result<()> {
 
     std::fs::create_dir_all(&args.out).with_context(|| format!("creating {}", args.out.display()))?;
     let params = cuzk_filecoin::params::seal_params_path(&args.out, proof)?;
+    // A run cut short leaves its partial files (47 GB at 32 GiB): gone before this one.
+    for stale in [params.with_extension("params.partial"), params.with_extension("partial")] {
+        match std::fs::remove_file(&stale) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(e).with_context(|| format!("removing the stale {}", stale.display()))
+            }
+            _ => {}
+        }
+    }
     let gpu = cuzk_gpu::devices().is_ok_and(|d| !d.is_empty());
     let backend = if args.params_on == Some(crate::shape_bench::ParamsOn::Host) || !gpu {
         crate::shape_bench::ShapeBackend::Cpu
@@ -50,11 +59,9 @@ pub fn run(args: &Args) -> Result<()> {
     };
     let srs = crate::shape_bench::make_random_srs(&shape, args.seed, args.params_on, backend, None)?;
 
-    // Each file whole under its final name or not at all.
-    let t = Instant::now();
-    let tmp = params.with_extension("params.partial");
-    let bytes = srs.write_params(&tmp)?;
-    std::fs::rename(&tmp, &params)?;
+    // Each file whole under its final name or not at all, the .params last: a reader that
+    // takes the .params file as the set's presence (bench/device/compare.sh) finds its .vk
+    // and .meta beside it.
     let vk = params.with_extension("vk");
     let mut vk_bytes = Vec::new();
     srs.vk.write(&mut vk_bytes)?;
@@ -62,6 +69,10 @@ pub fn run(args: &Args) -> Result<()> {
     let meta = params.with_extension("meta");
     let sector_size = u64::from(proof.sector_size());
     write_whole(&meta, format!("{{\"sector_size\":{sector_size}}}").as_bytes())?;
+    let t = Instant::now();
+    let tmp = params.with_extension("params.partial");
+    let bytes = srs.write_params(&tmp)?;
+    std::fs::rename(&tmp, &params)?;
     println!(
         "RANDOM PARAMETERS (nothing proved with them verifies; for benches): {} ({:.1} GB in {:.1} s), {} and {}",
         params.display(),

@@ -280,7 +280,9 @@ fn shape_params_writes_the_real_names_and_engine_bench_proves_from_them() {
     let o = bench(&["engine-bench", "--c1", s(&c1), "--proofs", "1", "--backend", "cpu", "--params-file", s(&params)]);
     assert!(o.status.success(), "{}", stderr(&o));
     let stdout = String::from_utf8_lossy(&o.stdout);
-    assert!(stdout.contains(&format!("parameters read from {}", params.display())) && stdout.contains("one proof in"), "{stdout}");
+    for part in [&format!("parameters read from {}", params.display())[..], "one proof in", "cold start: the first proof"] {
+        assert!(stdout.contains(part), "no {part:?} in:\n{stdout}");
+    }
     // Another circuit's parameters (the WindowPoSt fixture's) are refused, both shapes named.
     let other = std::fs::read_dir(f.param_dir())
         .unwrap()
