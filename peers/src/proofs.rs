@@ -90,7 +90,7 @@ fn porep_case(args: &Args) -> Result<Case> {
 }
 
 fn shape_case(args: &Args, name: &str) -> Result<(Case, RemoveOnDrop)> {
-    use cuzk_groth16::shape::{random_srs, shape_witness, PartitionShape, WitnessMix};
+    use cuzk_groth16::shape::{random_srs, shape_witness, PartitionShape};
     let shape = PartitionShape::parse(name).map_err(anyhow::Error::msg)?;
     let c1_path = match &args.mix_c1 {
         Some(p) => p.clone(),
@@ -99,8 +99,7 @@ fn shape_case(args: &Args, name: &str) -> Result<(Case, RemoveOnDrop)> {
             .c1_path(),
     };
     let t = Instant::now();
-    let c1 = cuzk_filecoin::parse_c1(&std::fs::read(&c1_path).with_context(|| format!("reading {}", c1_path.display()))?)?;
-    let mix = WitnessMix::of(&cuzk_filecoin::PoRepJob::new(&c1)?.synthesize(0)?.0);
+    let mix = cuzk_filecoin::shape_c1::witness_mix(&c1_path)?;
     let seed = 0x5eed;
     let w = shape_witness(&shape, &mix, seed);
     let srs = random_srs(&cuzk_groth16::prover::required_shape(&w), seed);

@@ -323,9 +323,7 @@ fn load_shape(
     // The compiled circuit is recorded once per proof type and process, as the daemon does
     // on its first proof of a type; its witness gives the parameters' shape.
     let t = Instant::now();
-    let (w, _, _) = job.synthesize_unchecked(0, SynthesisPath::CompiledUnchecked)?;
-    let shape = cuzk_groth16::prover::required_shape(&w);
-    drop(w);
+    let shape = cuzk_filecoin::shape_c1::srs_shape(&job)?;
     println!("  {:?}: compiled circuit recorded in {:.1} s (before the run)", input.registered_proof(), t.elapsed().as_secs_f64());
     let srs = match params_file {
         Some(file) => {

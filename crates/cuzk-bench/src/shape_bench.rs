@@ -14,7 +14,7 @@ use anyhow::{bail, Context, Result};
 use blstrs::Scalar;
 use cuzk_gpu::{GpuBackend, VramBudget};
 use cuzk_groth16::prover::required_shape;
-use cuzk_groth16::shape::{shape_witness, PartitionShape, WitnessMix};
+use cuzk_groth16::shape::{shape_witness, PartitionShape};
 use cuzk_groth16::{Backend, CpuBackend, PartitionWitness, ProveTimings, Srs};
 
 #[derive(clap::Args)]
@@ -188,14 +188,6 @@ fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
 
-/// The scalar mix of a real PoRep witness: partition 0 of `c1` synthesized.
-fn measured_mix(c1: &std::path::Path) -> Result<WitnessMix> {
-    let input = cuzk_filecoin::parse_c1(&std::fs::read(c1).with_context(|| format!("reading {}", c1.display()))?)?;
-    let job = cuzk_filecoin::PoRepJob::new(&input)?;
-    let (w, _) = job.synthesize(0)?;
-    Ok(WitnessMix::of(&w))
-}
-
 /// The last h_msm call's own split: the H step's kernels (events) and host time uploading
 /// a, b, c, downloading (the lean path's b and c) and page-locking them; the MSM's kernels,
 /// the driver allocation of its workspace, and its uploads.
@@ -286,7 +278,7 @@ pub fn run(args: &ShapeBenchArgs) -> Result<()> {
         cuzk_filecoin::fixture::default_fixture_dir(2048).join("c1.json")
     });
     let t = Instant::now();
-    let mix = measured_mix(&mix_c1).with_context(|| {
+    let mix = cuzk_filecoin::shape_c1::witness_mix(&mix_c1).with_context(|| {
         format!("measuring the scalar mix on {} (give --mix-c1)", mix_c1.display())
     })?;
     println!(

@@ -7,7 +7,6 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
-use cuzk_filecoin::synthesis::SynthesisPath;
 use cuzk_filecoin::{parse_c1, PoRepJob};
 
 #[derive(clap::Args, Debug)]
@@ -35,9 +34,7 @@ pub fn run(args: &Args) -> Result<()> {
     let proof = input.registered_proof();
     let job = PoRepJob::new(&input)?;
     let t = Instant::now();
-    let (w, _, _) = job.synthesize_unchecked(0, SynthesisPath::CompiledUnchecked)?;
-    let shape = cuzk_groth16::prover::required_shape(&w);
-    drop(w);
+    let shape = cuzk_filecoin::shape_c1::srs_shape(&job)?;
     println!("{proof:?}: the circuit's parameter shape {shape:?}, from its synthesis in {:.1} s", t.elapsed().as_secs_f64());
 
     std::fs::create_dir_all(&args.out).with_context(|| format!("creating {}", args.out.display()))?;

@@ -387,3 +387,18 @@ pub fn synthesize_for_bench(c1: &C1Input, k: usize) -> Result<BenchSynthesis, Pr
     let (witness, t, first_unsatisfied) = job.synthesize_unchecked(k, crate::synthesis::SynthesisPath::Reference)?;
     Ok(BenchSynthesis { witness, first_unsatisfied, circuit: t.circuit, synthesis: t.synthesis })
 }
+
+/// The scalar mix of a real PoRep witness (partition 0 of the C1 output at `path`,
+/// synthesized and checked): what shape-only witnesses are drawn with.
+pub fn witness_mix(path: &std::path::Path) -> Result<cuzk_groth16::shape::WitnessMix> {
+    let input = crate::parse_c1(&std::fs::read(path).with_context(|| format!("reading {}", path.display()))?)?;
+    let (w, _) = crate::PoRepJob::new(&input)?.synthesize(0)?;
+    Ok(cuzk_groth16::shape::WitnessMix::of(&w))
+}
+
+/// The parameter shape of a PoRep job's circuit: partition 0 synthesized on the compiled
+/// path without the satisfaction check (a shape-only input's partitions do not satisfy it).
+pub fn srs_shape(job: &crate::PoRepJob) -> Result<cuzk_groth16::SrsShape> {
+    let (w, _, _) = job.synthesize_unchecked(0, crate::synthesis::SynthesisPath::CompiledUnchecked)?;
+    Ok(cuzk_groth16::prover::required_shape(&w))
+}

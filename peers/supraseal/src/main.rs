@@ -113,11 +113,10 @@ fn read_blinding(path: &PathBuf, n: usize) -> Result<(Vec<Scalar>, Vec<Scalar>)>
 
 fn witnesses(args: &Args) -> Result<Vec<PartitionWitness>> {
     if let Some(name) = &args.shape {
-        use cuzk_groth16::shape::{shape_witness, PartitionShape, WitnessMix};
+        use cuzk_groth16::shape::{shape_witness, PartitionShape};
         let shape = PartitionShape::parse(name).map_err(anyhow::Error::msg)?;
         let c1_path = args.mix_c1.as_ref().context("--shape needs --mix-c1 (the C1 output that gives the scalar mix)")?;
-        let c1 = cuzk_filecoin::parse_c1(&std::fs::read(c1_path).with_context(|| format!("reading {}", c1_path.display()))?)?;
-        let mix = WitnessMix::of(&cuzk_filecoin::PoRepJob::new(&c1)?.synthesize(0)?.0);
+        let mix = cuzk_filecoin::shape_c1::witness_mix(c1_path)?;
         let w = shape_witness(&shape, &mix, args.seed);
         return Ok((0..args.partitions).map(|_| w.clone()).collect());
     }
