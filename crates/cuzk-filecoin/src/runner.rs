@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use crate::c1::REGISTERED_SEAL_PROOFS;
 use crate::params::{post_params_path, seal_params_path, update_params_path, use_proof_dirs};
 use crate::post::post_proof_from_wire;
-use crate::snap::update_proof_from_wire;
+use crate::snap::{update_partitions, update_proof_from_wire};
 use crate::{
     parse_c1, prover_id_from_miner, C1Input, PoRepJob, PoStJob, PoStRequest, ProofError, ProofJob, SealCommit,
     SectorIdentity, SnapJob, SnapRequest,
@@ -224,7 +224,7 @@ impl FilecoinRunner {
             ProofKind::SnapDealsUpdate => {
                 let p = update_proof_from_wire(request.registered_proof).map_err(bad)?;
                 Self::check_sector_size(request, u64::from(p.sector_size()), Typed::Update(p))?;
-                Ok((Typed::Update(p), usize::from(p.partitions())))
+                Ok((Typed::Update(p), update_partitions(p)))
             }
             ProofKind::WindowPostPartition | ProofKind::WinningPost => {
                 let p = post_proof_from_wire(request.registered_proof).map_err(bad)?;
@@ -417,6 +417,26 @@ mod tests {
         assert!(matches!(e, RunError::Prove(_)), "{e}");
         let e = prove_error(ProofError::Unsatisfied { partition: 0, constraint: 7 }, &cancel);
         assert!(matches!(e, RunError::BadRequest(_)), "{e}");
+    }
+
+    /// The plan's partition count of a SnapDeals request is the update proof's own, from
+    /// storage-proofs-update's public parameters (16 at 32 and 64 GiB), not the PoRep count
+    /// `RegisteredUpdateProof::partitions()` gives (10): with that count the engine failed
+    /// every SnapDeals job above 2 KiB ("the prepared job has 16 partitions, its plan 10").
+    #[test]
+    fn a_snapdeals_plan_has_the_update_proofs_partition_count() {
+        for wire in 0..5u64 {
+            let mut request = JobRequest::new(ProofKind::SnapDealsUpdate);
+            request.registered_proof = wire;
+            let (typed, partitions) = FilecoinRunner::typed(&request).unwrap();
+            let Typed::Update(p) = typed else { panic!("wire {wire}: {typed:?}") };
+            let bytes = u64::from(p.sector_size());
+            let expected = storage_proofs_update::PublicParams::from_sector_size(bytes).partition_count;
+            assert_eq!(partitions, expected, "{p:?}");
+        }
+        let mut request = JobRequest::new(ProofKind::SnapDealsUpdate);
+        request.registered_proof = 3;
+        assert_eq!(FilecoinRunner::typed(&request).unwrap().1, 16, "32 GiB");
     }
 
     /// NI-PoRep without the inner-product SRS is refused at plan, naming the file; with it,

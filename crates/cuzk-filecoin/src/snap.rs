@@ -52,6 +52,13 @@ pub fn update_proof_to_wire(proof: RegisteredUpdateProof) -> u64 {
     (0..5).find(|&v| update_proof_from_wire(v).ok() == Some(proof)).unwrap_or(u64::MAX)
 }
 
+/// The partition count of a sector update proof: storage-proofs-update's own
+/// (`SectorUpdateConfig::update_partitions`: 16 at 32 and 64 GiB), not the PoRep count that
+/// `RegisteredUpdateProof::partitions()` returns (10 there).
+pub fn update_partitions(proof: RegisteredUpdateProof) -> usize {
+    usize::from(SectorUpdateConfig::from_porep_config(&proof.as_v1_config()).update_partitions)
+}
+
 /// What a SnapDeals request carries.
 #[derive(Clone, Copy, Debug)]
 pub struct SnapRequest<'a> {
@@ -201,7 +208,7 @@ fn snap_shape<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
     let comm_d_new = commitment("comm_d_new", req.comm_d_new)?;
     let porep_config = proof.as_v1_config();
     let config = SectorUpdateConfig::from_porep_config(&porep_config);
-    let partitions = usize::from(config.update_partitions);
+    let partitions = update_partitions(proof);
     if req.vanilla_proofs.len() != partitions {
         return Err(bad(format!(
             "vanilla_proofs: {} partition proofs; {proof:?} has {partitions} partitions",
