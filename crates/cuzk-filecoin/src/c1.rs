@@ -7,6 +7,8 @@ use filecoin_proofs_api::seal::SealCommitPhase1Output;
 use filecoin_proofs_api::RegisteredSealProof;
 use serde::{Deserialize, Serialize};
 
+use crate::shape_marker::json_is_marked;
+
 /// Every registered seal proof by its serialized name, the form a C1 file carries.
 pub const REGISTERED_SEAL_PROOFS: [RegisteredSealProof; 20] = {
     use RegisteredSealProof::*;
@@ -84,6 +86,9 @@ pub struct C1Input {
     /// From the envelope, when there was one.
     pub sector_num: Option<u64>,
     pub sector_size: Option<u64>,
+    /// Whether the C1 JSON carries the shape-only mark
+    /// ([`crate::shape_marker::SHAPE_ONLY_FIELD`]): benches take it, the daemon refuses it.
+    pub shape_only: bool,
 }
 
 impl C1Input {
@@ -144,10 +149,12 @@ pub fn parse_c1(bytes: &[u8]) -> Result<C1Input, C1Error> {
     let value: serde_json::Value = serde_json::from_slice(bytes).map_err(C1Error::NotJson)?;
     let is_envelope = value.as_object().is_some_and(|o| o.contains_key("Phase1Out"));
     if !is_envelope {
+        let shape_only = json_is_marked(&value);
         return Ok(C1Input {
             output: parse_bare(value)?,
             sector_num: None,
             sector_size: None,
+            shape_only,
         });
     }
     let env: Envelope = serde_json::from_value(value)
@@ -157,10 +164,12 @@ pub fn parse_c1(bytes: &[u8]) -> Result<C1Input, C1Error> {
         .map_err(|e| C1Error::BadEnvelope(format!("not valid base64: {e}")))?;
     let inner_value: serde_json::Value = serde_json::from_slice(&inner)
         .map_err(|e| C1Error::BadEnvelope(format!("not a C1 JSON once decoded: {e}")))?;
+    let shape_only = json_is_marked(&inner_value);
     let input = C1Input {
         output: parse_bare(inner_value)?,
         sector_num: Some(env.sector_num),
         sector_size: Some(env.sector_size),
+        shape_only,
     };
     input.check_sector_size(env.sector_size)?;
     Ok(input)

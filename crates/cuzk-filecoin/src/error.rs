@@ -7,6 +7,14 @@ pub enum ProofError {
     /// The request's input is wrong; the message names the field and what was expected.
     #[error("{0}")]
     BadInput(String),
+    /// The input is a shape-only one (`cuzk-bench gen-fixture --shape-only`: random contents,
+    /// a real input's structure, for benches); `what` names the field that carries it.
+    #[error(
+        "{what} is a shape-only input ({note}): random contents made by `cuzk-bench \
+         gen-fixture --shape-only` for benches; the daemon proves only real inputs",
+        note = crate::shape_marker::SHAPE_ONLY_NOTE
+    )]
+    ShapeOnly { what: String },
     #[error("building the circuit of partition {partition} failed: {reason}")]
     Circuit { partition: usize, reason: String },
     #[error("synthesizing partition {partition} failed: {reason}")]
@@ -45,6 +53,6 @@ impl ProofError {
 
     /// Whether the request is at fault (its input), rather than the prover.
     pub fn is_bad_input(&self) -> bool {
-        matches!(self, ProofError::BadInput(_) | ProofError::Unsatisfied { .. })
+        matches!(self, ProofError::BadInput(_) | ProofError::ShapeOnly { .. } | ProofError::Unsatisfied { .. })
     }
 }

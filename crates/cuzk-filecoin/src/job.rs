@@ -60,7 +60,18 @@ pub trait ProofJob: Send + Sync {
 
     /// Partition `k`'s witness on `path`, checked to satisfy its circuit (a tampered input
     /// stops here, before any proving).
-    fn synthesize_with(&self, k: usize, path: SynthesisPath) -> Result<(PartitionWitness, SynthesisTimings), ProofError>;
+    fn synthesize_with(&self, k: usize, path: SynthesisPath) -> Result<(PartitionWitness, SynthesisTimings), ProofError> {
+        refuse_unsatisfied(k, self.synthesize_unchecked(k, path)?)
+    }
+
+    /// Partition `k`'s witness and its first constraint with a * b != c, **not refused**:
+    /// for benches on shape-only inputs only (they cannot verify); every proving path goes
+    /// through [`ProofJob::synthesize_with`].
+    fn synthesize_unchecked(
+        &self,
+        k: usize,
+        path: SynthesisPath,
+    ) -> Result<(PartitionWitness, SynthesisTimings, Option<usize>), ProofError>;
 
     /// [`ProofJob::synthesize_with`] on the compiled path.
     fn synthesize(&self, k: usize) -> Result<(PartitionWitness, SynthesisTimings), ProofError> {

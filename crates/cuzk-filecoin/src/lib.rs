@@ -10,8 +10,11 @@
 //!   its labels' and tree D paths' SHA-256 computed natively, allocations equal to the gadgets';
 //! - [`vanilla_shape`]: the shape a C1 output's vanilla proofs must have for their proof type,
 //!   checked by [`PoRepJob::new`] before any circuit is built;
+//! - [`shape_marker`]: the mark of a shape-only input, which the daemon refuses at plan;
 //! - `shape_c1` (feature `testing`): shape-only C1 outputs (any sector size, 32 and 64 GiB included): a real
 //!   one's exact structure, random contents; shape-only: cannot verify (benches only);
+//! - `shape_kinds` (feature `testing`): shape-only WinningPoSt and WindowPoSt inputs of the
+//!   same kind, marked by a tag in every comm_c, which the daemon refuses;
 //! - [`runner`]: every kind as cuzk-engine's `ProofRunner` ([`FilecoinRunner`]): the
 //!   engine schedules partitions, the runner knows the circuits;
 //! - `fixture` (feature `testing`): test parameters and a sealed small sector, cached.
@@ -37,6 +40,10 @@ pub mod runner;
 /// Shape-only C1 outputs for benches (they cannot verify): never the daemon.
 #[cfg(any(test, feature = "testing"))]
 pub mod shape_c1;
+/// Shape-only PoSt inputs for benches (they cannot verify): never the daemon.
+#[cfg(any(test, feature = "testing"))]
+pub mod shape_kinds;
+pub mod shape_marker;
 pub mod snap;
 pub mod synthesis;
 pub mod vanilla_shape;

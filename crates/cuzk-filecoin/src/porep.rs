@@ -178,12 +178,12 @@ impl ProofJob for SealCommit {
     fn partitions(&self) -> usize {
         self.job.partitions()
     }
-    fn synthesize_with(
+    fn synthesize_unchecked(
         &self,
         k: usize,
         path: crate::synthesis::SynthesisPath,
-    ) -> Result<(PartitionWitness, SynthesisTimings), ProofError> {
-        self.job.synthesize_with(k, path)
+    ) -> Result<(PartitionWitness, SynthesisTimings, Option<usize>), ProofError> {
+        self.job.synthesize_unchecked(k, path)
     }
     fn finish(&self, proofs: &[Proof]) -> Result<(Vec<u8>, FinishTimings), ProofError> {
         self.job.finish(proofs, self.id)

@@ -40,7 +40,7 @@ use storage_proofs_core::sector::SectorId;
 use storage_proofs_post::fallback::{self, FallbackPoSt, FallbackPoStCompound, PublicSector};
 
 use crate::error::ProofError;
-use crate::job::{check_partition, finish_verified, refuse_unsatisfied, synthesize_partition, FinishTimings, ProofJob, SynthesisTimings};
+use crate::job::{check_partition, finish_verified, synthesize_partition, FinishTimings, ProofJob, SynthesisTimings};
 use crate::synthesis::SynthesisPath;
 use crate::vanilla_shape::{hex_le, is_field_element};
 
@@ -107,9 +107,22 @@ impl std::fmt::Debug for PoStJob {
 }
 
 impl PoStJob {
+    /// Checks the request (its fields, each vanilla proof's shape, then filecoin-proofs'
+    /// vanilla verifier) and arranges the partition. A shape-only input is refused as
+    /// [`ProofError::ShapeOnly`] before the verifier.
     pub fn new(req: &PoStRequest<'_>) -> Result<PoStJob, ProofError> {
         let size = u64::from(req.registered_proof.sector_size());
-        let shape = with_shape!(size, post_shape, req)?;
+        let shape = with_shape!(size, post_shape, req, Input::Real)?;
+        Ok(PoStJob { proof: req.registered_proof, shape })
+    }
+
+    /// A shape-only input's job, for benches (`crate::shape_kinds`: random contents, the
+    /// exact structure; it cannot verify): the same checks as [`PoStJob::new`] but the
+    /// vanilla verifier, and only inputs whose every `comm_c` is the shape-only tag.
+    #[cfg(any(test, feature = "testing"))]
+    pub fn new_shape_only(req: &PoStRequest<'_>) -> Result<PoStJob, ProofError> {
+        let size = u64::from(req.registered_proof.sector_size());
+        let shape = with_shape!(size, post_shape, req, Input::ShapeOnly)?;
         Ok(PoStJob { proof: req.registered_proof, shape })
     }
 
@@ -123,7 +136,11 @@ impl ProofJob for PoStJob {
         1
     }
 
-    fn synthesize_with(&self, k: usize, path: SynthesisPath) -> Result<(PartitionWitness, SynthesisTimings), ProofError> {
+    fn synthesize_unchecked(
+        &self,
+        k: usize,
+        path: SynthesisPath,
+    ) -> Result<(PartitionWitness, SynthesisTimings, Option<usize>), ProofError> {
         check_partition(k, 1)?;
         self.shape.synthesize(&self.circuit_key(), path)
     }
@@ -140,8 +157,15 @@ impl ProofJob for PoStJob {
 }
 
 trait PoStShape: Send + Sync {
-    fn synthesize(&self, key: &str, path: SynthesisPath) -> Result<(PartitionWitness, SynthesisTimings), ProofError>;
+    fn synthesize(
+        &self,
+        key: &str,
+        path: SynthesisPath,
+    ) -> Result<(PartitionWitness, SynthesisTimings, Option<usize>), ProofError>;
     fn verify(&self, proof: &[u8]) -> Result<bool, ProofError>;
+    /// The partition's vanilla proof as arranged (bincode), and the same from [`arrange`].
+    #[cfg(test)]
+    fn arrangements(&self) -> (Vec<u8>, Vec<u8>);
 }
 
 type Vanilla<Tree> = fallback::Proof<<Tree as MerkleTreeTrait>::Proof>;
@@ -157,6 +181,9 @@ struct Shaped<Tree: 'static + MerkleTreeTrait> {
     partition: Vanilla<Tree>,
     /// (sector id, comm_r) of each vanilla proof, in order.
     sectors: Vec<(SectorId, [u8; 32])>,
+    /// The sector proofs as given (the tests compare arrangements).
+    #[cfg(test)]
+    vanilla: Vec<FallbackPoStSectorProof<Tree>>,
 }
 
 fn bad(msg: String) -> ProofError {
@@ -259,7 +286,60 @@ fn check_sector_shape<Tree: MerkleTreeTrait>(
     Ok(())
 }
 
-fn post_shape<Tree: 'static + MerkleTreeTrait>(req: &PoStRequest<'_>) -> Result<Box<dyn PoStShape>, ProofError> {
+/// Which inputs a job is built from: real ones (the daemon's), or shape-only ones (benches).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Input {
+    Real,
+    #[cfg_attr(not(any(test, feature = "testing")), allow(dead_code))]
+    ShapeOnly,
+}
+
+/// The refusal of a vanilla proof whose `comm_c` says the input is not of `input`'s kind.
+pub(crate) fn check_tag(input: Input, who: &str, comm_c: &[u8]) -> Result<(), ProofError> {
+    let tagged = comm_c == crate::shape_marker::SHAPE_ONLY_TAG;
+    match (input, tagged) {
+        (Input::Real, true) => Err(ProofError::ShapeOnly { what: who.to_string() }),
+        (Input::ShapeOnly, false) => Err(bad(format!(
+            "{who}: not a shape-only input (its comm_c is not the shape-only tag); the bench-only \
+             constructor takes only those"
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// A partition's vanilla proof from the sector proofs, as filecoin-proofs'
+/// `single_partition_vanilla_proofs` arranges it, without its verifier (shape-only inputs;
+/// the tests compare it with filecoin-proofs' on the real fixtures): WindowPoSt takes each
+/// sector's proof in order and pads to the partition's sector count with copies of the last;
+/// WinningPoSt unrolls the sector's inclusion proofs into one-challenge sector proofs.
+pub(crate) fn arrange<Tree: MerkleTreeTrait>(
+    config: &PoStConfig,
+    vanilla: &[FallbackPoStSectorProof<Tree>],
+) -> Vanilla<Tree> {
+    let mut sectors: Vec<fallback::SectorProof<Tree::Proof>> = Vec::new();
+    match config.typ {
+        PoStType::Window => {
+            sectors.extend(vanilla.iter().flat_map(|p| p.vanilla_proof.sectors.iter().cloned()));
+            while sectors.len() < config.sector_count {
+                sectors.push(sectors[sectors.len() - 1].clone());
+            }
+        }
+        PoStType::Winning => {
+            let s = &vanilla[0].vanilla_proof.sectors[0];
+            sectors.extend(s.inclusion_proofs.iter().map(|ip| fallback::SectorProof {
+                inclusion_proofs: vec![ip.clone()],
+                comm_c: s.comm_c,
+                comm_r_last: s.comm_r_last,
+            }));
+        }
+    }
+    fallback::Proof { sectors }
+}
+
+fn post_shape<Tree: 'static + MerkleTreeTrait>(
+    req: &PoStRequest<'_>,
+    input: Input,
+) -> Result<Box<dyn PoStShape>, ProofError> {
     let proof = req.registered_proof;
     let config = proof.as_v1_config();
     let randomness: [u8; 32] = req.randomness.try_into().map_err(|_| {
@@ -315,6 +395,7 @@ fn post_shape<Tree: 'static + MerkleTreeTrait>(req: &PoStRequest<'_>) -> Result<
             ))
         })?;
         check_sector_shape(i, &p, config.challenge_count, leaves)?;
+        check_tag(input, &format!("vanilla_proofs[{i}]"), p.vanilla_proof.sectors[0].comm_c.as_ref())?;
         if let Some(j) = vanilla.iter().position(|q| q.sector_id == p.sector_id) {
             return Err(bad(format!(
                 "vanilla_proofs[{i}] and [{j}] are both of sector {}",
@@ -338,7 +419,22 @@ fn post_shape<Tree: 'static + MerkleTreeTrait>(req: &PoStRequest<'_>) -> Result<
         k: (!winning).then_some(req.partition_index),
     };
     // filecoin-proofs' own arrangement of the sector proofs into the partition's, which also
-    // runs the vanilla verifier; on failure, find out why.
+    // runs the vanilla verifier; on failure, find out why. Shape-only inputs: the same
+    // arrangement, no verifier.
+    if input == Input::ShapeOnly {
+        return Ok(Box::new(Shaped::<Tree> {
+            sectors: vanilla.iter().map(|p| (p.sector_id, p.comm_r.into_bytes().try_into().unwrap_or([0; 32]))).collect(),
+            partition: arrange(&config, &vanilla),
+            config,
+            randomness,
+            prover_id: req.prover_id,
+            partition_index: req.partition_index,
+            pub_params,
+            pub_inputs,
+            #[cfg(test)]
+            vanilla,
+        }));
+    }
     let arranged = if winning {
         partition_vanilla_proofs(&config, &pub_params.vanilla_params, &pub_inputs, 1, &vanilla)
             .map(|mut v| v.remove(0))
@@ -366,6 +462,8 @@ fn post_shape<Tree: 'static + MerkleTreeTrait>(req: &PoStRequest<'_>) -> Result<
         pub_params,
         pub_inputs,
         partition,
+        #[cfg(test)]
+        vanilla,
     }))
 }
 
@@ -441,7 +539,16 @@ fn diagnose<Tree: 'static + MerkleTreeTrait>(
 }
 
 impl<Tree: 'static + MerkleTreeTrait> PoStShape for Shaped<Tree> {
-    fn synthesize(&self, key: &str, path: SynthesisPath) -> Result<(PartitionWitness, SynthesisTimings), ProofError> {
+    #[cfg(test)]
+    fn arrangements(&self) -> (Vec<u8>, Vec<u8>) {
+        (bincode::serialize(&self.partition).unwrap(), bincode::serialize(&arrange(&self.config, &self.vanilla)).unwrap())
+    }
+
+    fn synthesize(
+        &self,
+        key: &str,
+        path: SynthesisPath,
+    ) -> Result<(PartitionWitness, SynthesisTimings, Option<usize>), ProofError> {
         let make = || {
             FallbackPoStCompound::<Tree>::circuit(
                 &self.pub_inputs,
@@ -451,7 +558,7 @@ impl<Tree: 'static + MerkleTreeTrait> PoStShape for Shaped<Tree> {
                 Some(0),
             )
         };
-        refuse_unsatisfied(0, synthesize_partition(key, path, 0, make, None)?)
+        synthesize_partition(key, path, 0, make, None)
     }
 
     fn verify(&self, proof: &[u8]) -> Result<bool, ProofError> {
@@ -490,5 +597,31 @@ impl<Tree: 'static + MerkleTreeTrait> PoStShape for Shaped<Tree> {
         let proof = bellperson::groth16::Proof::<blstrs::Bls12>::read(proof)
             .map_err(|e| ProofError::Verify(format!("reading the proof back: {e}")))?;
         bellperson::groth16::verify_proof(&pvk, &proof, &public).map_err(|e| ProofError::Verify(e.to_string()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// [`arrange`] (the shape-only inputs' arrangement, no verifier) equals filecoin-proofs'
+    /// on the real 2 KiB WinningPoSt and WindowPoSt fixtures (API 1.2 and 1.0), byte for byte.
+    #[test]
+    fn the_shape_only_arrangement_is_filecoin_proofs_on_the_real_fixtures() {
+        let dir = crate::fixture::default_fixture_dir(2048);
+        crate::fixture::ensure_fixture(&dir, 2048).expect("2 KiB fixture");
+        let k = crate::fixture::ensure_kind_fixtures(&dir, 2048).expect("2 KiB kind fixtures");
+        for i in [&k.winning, &k.window, &k.window_v1] {
+            let job = PoStJob::new(&PoStRequest {
+                registered_proof: post_proof_from_wire(i.registered_proof).unwrap(),
+                randomness: &i.randomness,
+                prover_id: crate::prover_id_from_miner(i.miner_id),
+                partition_index: i.partition_index as usize,
+                vanilla_proofs: &i.vanilla_proofs,
+            })
+            .unwrap();
+            let (theirs, ours) = job.shape.arrangements();
+            assert!(theirs == ours, "{}: the arrangements differ", i.kind);
+        }
     }
 }

@@ -205,6 +205,11 @@ impl FilecoinRunner {
     fn parse_c1(request: &JobRequest) -> Result<C1Input, RunError> {
         let c1 = parse_c1(&request.vanilla_proof)
             .map_err(|e| RunError::BadRequest(Cause::with(format!("vanilla_proof: {e}"), e)))?;
+        if c1.shape_only {
+            return Err(RunError::BadRequest(Cause::of(ProofError::ShapeOnly {
+                what: "vanilla_proof (the C1 output)".into(),
+            })));
+        }
         if request.sector_size != 0 {
             c1.check_sector_size(request.sector_size)
                 .map_err(|e| RunError::BadRequest(Cause::with(format!("sector_size: {e}"), e)))?;

@@ -50,7 +50,6 @@ use generic_array::typenum::{Unsigned, U0, U2};
 use rand::RngCore;
 use rand_chacha::rand_core::SeedableRng;
 use rand_chacha::ChaCha20Rng;
-use serde::{Deserialize, Serialize};
 use storage_proofs_core::drgraph::Graph;
 use storage_proofs_core::merkle::{base_path_length, MerkleProof, MerkleTreeTrait};
 use storage_proofs_core::proof::ProofScheme;
@@ -64,10 +63,7 @@ use crate::error::ProofError;
 
 /// The file name of a shape-only C1 output in a fixture directory.
 pub const SHAPE_ONLY_FILE: &str = "c1.shape-only.json";
-/// The top-level JSON field that marks a shape-only C1 output.
-pub const SHAPE_ONLY_FIELD: &str = "cuzk_shape_only";
-/// What every message about a shape-only output says.
-pub const SHAPE_ONLY_NOTE: &str = "shape-only: cannot verify";
+pub use crate::shape_marker::{is_shape_only, SHAPE_ONLY_FIELD, SHAPE_ONLY_NOTE};
 
 /// The registered proof a shape-only output is made for at a sector size: interactive PoRep,
 /// API 1.1 (what sectors are sealed with), for every production and test sector size.
@@ -98,8 +94,8 @@ pub fn shape_only_c1(proof: RegisteredSealProof, seed: u64) -> Result<SealCommit
     with_shape!(size, shaped, proof, seed)
 }
 
-type TreeDomain<Tree> = <<Tree as MerkleTreeTrait>::Hasher as Hasher>::Domain;
-type TreeProof<Tree> = MerkleProof<
+pub(crate) type TreeDomain<Tree> = <<Tree as MerkleTreeTrait>::Hasher as Hasher>::Domain;
+pub(crate) type TreeProof<Tree> = MerkleProof<
     <Tree as MerkleTreeTrait>::Hasher,
     <Tree as MerkleTreeTrait>::Arity,
     <Tree as MerkleTreeTrait>::SubTreeArity,
@@ -108,7 +104,7 @@ type TreeProof<Tree> = MerkleProof<
 
 /// 32 random bytes, the top two bits clear (as filecoin-proofs makes its seeds and tickets,
 /// and as SHA-256 domain elements are trimmed), never all zero.
-fn random_bytes(rng: &mut ChaCha20Rng) -> [u8; 32] {
+pub(crate) fn random_bytes(rng: &mut ChaCha20Rng) -> [u8; 32] {
     let mut b = [0u8; 32];
     rng.fill_bytes(&mut b);
     b[31] &= 0x3f;
@@ -120,7 +116,7 @@ fn random_bytes(rng: &mut ChaCha20Rng) -> [u8; 32] {
 
 /// A random element of a hasher's domain: a BLS12-381 scalar, as storage-proofs requires.
 /// SHA-256 domain elements are trimmed to 254 bits, as SHA-256 outputs are in tree D.
-fn random_node<D: Domain>(rng: &mut ChaCha20Rng, sha: bool) -> D {
+pub(crate) fn random_node<D: Domain>(rng: &mut ChaCha20Rng, sha: bool) -> D {
     if sha {
         let mut b = [0u8; 32];
         rng.fill_bytes(&mut b);
@@ -160,7 +156,7 @@ fn random_path<H: Hasher, A: Unsigned, B: Unsigned, C: Unsigned>(
         .collect()
 }
 
-fn random_tree_proof<Tree: MerkleTreeTrait>(
+pub(crate) fn random_tree_proof<Tree: MerkleTreeTrait>(
     rng: &mut ChaCha20Rng,
     node: usize,
     leaves: usize,
@@ -324,45 +320,15 @@ fn api_proofs<Tree: 'static + MerkleTreeTrait>(
     })
 }
 
-#[derive(Serialize, Deserialize)]
-struct Marker {
-    note: String,
-    seed: u64,
-}
-
-#[derive(Serialize)]
-struct Marked<'a> {
-    #[serde(rename = "cuzk_shape_only")]
-    marker: Marker,
-    #[serde(flatten)]
-    c1: &'a SealCommitPhase1Output,
-}
-
 /// The JSON of a shape-only output: the bare C1 JSON with the [`SHAPE_ONLY_FIELD`] field
 /// first, saying "shape-only: cannot verify" and the seed it was drawn from.
 pub fn shape_only_json(c1: &SealCommitPhase1Output, seed: u64) -> Result<Vec<u8>> {
-    let marked = Marked {
-        marker: Marker {
-            note: format!(
-                "{SHAPE_ONLY_NOTE}: random contents with the exact structure of a {:?} C1 \
-                 output, for benches only (its partitions do not satisfy their circuit)",
-                c1.registered_proof
-            ),
-            seed,
-        },
-        c1,
-    };
-    Ok(serde_json::to_vec(&marked)?)
-}
-
-/// Whether a C1 JSON (bare) carries the shape-only marker.
-pub fn is_shape_only(json: &[u8]) -> bool {
-    #[derive(Deserialize)]
-    struct Probe {
-        #[serde(rename = "cuzk_shape_only")]
-        marker: Option<serde::de::IgnoredAny>,
-    }
-    serde_json::from_slice::<Probe>(json).is_ok_and(|p| p.marker.is_some())
+    let note = format!(
+        "random contents with the exact structure of a {:?} C1 output, for benches only (its \
+         partitions do not satisfy their circuit)",
+        c1.registered_proof
+    );
+    Ok(crate::shape_marker::marked_json(c1, &note, seed)?)
 }
 
 /// A partition's witness made without the satisfaction check, and what that check finds.

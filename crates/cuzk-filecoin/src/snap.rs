@@ -28,8 +28,8 @@ use storage_proofs_update::{
 };
 
 use crate::error::ProofError;
-use crate::job::{check_partition, finish_verified, refuse_unsatisfied, synthesize_partition, FinishTimings, ProofJob, SynthesisTimings};
-use crate::post::{bincode_exact, check_path_shape};
+use crate::job::{check_partition, finish_verified, synthesize_partition, FinishTimings, ProofJob, SynthesisTimings};
+use crate::post::{bincode_exact, check_path_shape, check_tag, Input};
 use crate::synthesis::SynthesisPath;
 use crate::vanilla_shape::{hex_le, is_field_element};
 
@@ -102,7 +102,11 @@ impl ProofJob for SnapJob {
         self.shape.partitions()
     }
 
-    fn synthesize_with(&self, k: usize, path: SynthesisPath) -> Result<(PartitionWitness, SynthesisTimings), ProofError> {
+    fn synthesize_unchecked(
+        &self,
+        k: usize,
+        path: SynthesisPath,
+    ) -> Result<(PartitionWitness, SynthesisTimings, Option<usize>), ProofError> {
         check_partition(k, self.partitions())?;
         self.shape.synthesize(k, &self.circuit_key(), path)
     }
@@ -118,7 +122,12 @@ impl ProofJob for SnapJob {
 
 trait SnapShape: Send + Sync {
     fn partitions(&self) -> usize;
-    fn synthesize(&self, k: usize, key: &str, path: SynthesisPath) -> Result<(PartitionWitness, SynthesisTimings), ProofError>;
+    fn synthesize(
+        &self,
+        k: usize,
+        key: &str,
+        path: SynthesisPath,
+    ) -> Result<(PartitionWitness, SynthesisTimings, Option<usize>), ProofError>;
     fn verify(&self, proof: &[u8]) -> Result<bool, ProofError>;
 }
 
@@ -230,6 +239,7 @@ fn snap_shape<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
             ))
         })?;
         check_partition_shape(k, &p, &pub_params.vanilla_params)?;
+        check_tag(Input::Real, &format!("vanilla_proofs[{k}]"), p.comm_c.as_ref())?;
         vanilla.push(p);
     }
     let domain_r = |c: &[u8; 32]| TreeRDomain::try_from_bytes(c).map_err(|e| bad(format!("{e:#}")));
@@ -315,7 +325,12 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> SnapShape for Shaped
         self.vanilla.len()
     }
 
-    fn synthesize(&self, k: usize, key: &str, path: SynthesisPath) -> Result<(PartitionWitness, SynthesisTimings), ProofError> {
+    fn synthesize(
+        &self,
+        k: usize,
+        key: &str,
+        path: SynthesisPath,
+    ) -> Result<(PartitionWitness, SynthesisTimings, Option<usize>), ProofError> {
         let make = || {
             EmptySectorUpdateCompound::<Tree>::circuit(
                 &self.pub_inputs,
@@ -325,7 +340,7 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> SnapShape for Shaped
                 Some(k),
             )
         };
-        refuse_unsatisfied(k, synthesize_partition(key, path, k, make, None)?)
+        synthesize_partition(key, path, k, make, None)
     }
 
     fn verify(&self, proof: &[u8]) -> Result<bool, ProofError> {

@@ -1,0 +1,173 @@
+//! Shape-only PoSt inputs: a WinningPoSt or one WindowPoSt partition, as Curio's request
+//! fields ([`KindInput`]), whose vanilla proofs have exactly the structure of a real one, with
+//! random contents, for every sector size (32 and 64 GiB included). **Shape-only: cannot
+//! verify.**
+//!
+//! Exact, and taken from filecoin-proofs' and storage-proofs' own definitions of the proof
+//! type, never typed here: the sector count (`PoStConfig::sector_count`: 1 for WinningPoSt,
+//! 2349 in a 32 GiB WindowPoSt partition), the challenges per sector
+//! (`PoStConfig::challenge_count`), the leaf each challenge opens (storage-proofs'
+//! `generate_leaf_challenge` from the randomness and the sector id, with its
+//! `get_challenge_index`), and the Merkle paths of tree R (the tree type's base, sub- and
+//! top-tree arities, `base_path_length` levels), each leading to the leaf it opens. The
+//! proofs are built through storage-proofs' own types (`MerkleProof`, `SectorProof`,
+//! `fallback::Proof`, filecoin-proofs' `FallbackPoStSectorProof`) and serialized with bincode
+//! as Curio sends them.
+//!
+//! Random (ChaCha20, from a seed): the randomness, every hash, leaf and comm_r_last. Every
+//! comm_c is the shape-only tag ([`crate::shape_marker::SHAPE_ONLY_TAG`]), which marks the
+//! input where no JSON travels (gRPC carries the vanilla proofs alone): the daemon refuses it
+//! ([`crate::PoStJob::new`]), only [`crate::PoStJob::new_shape_only`] takes it. comm_r is
+//! `H(comm_c, comm_r_last)`; no path hashes to its root, so the witness has the real circuit's
+//! counts and densities and does not satisfy it.
+//!
+//! On disk (`cuzk-bench gen-fixture --shape-only`): `kinds/{winning,window}.shape-only.json`,
+//! the [`KindInput`] JSON with the shape-only field first ([`shape_only_kind_json`]).
+
+use anyhow::{ensure, Context, Result};
+use filecoin_hashers::{Domain, HashFunction, Hasher};
+use filecoin_proofs::parameters::{window_post_setup_params, winning_post_setup_params};
+use filecoin_proofs::{as_safe_commitment, with_shape, FallbackPoStSectorProof, PoStType};
+use filecoin_proofs_api::RegisteredPoStProof;
+use rand::RngCore;
+use rand_chacha::rand_core::SeedableRng;
+use rand_chacha::ChaCha20Rng;
+use storage_proofs_core::merkle::MerkleTreeTrait;
+use storage_proofs_core::proof::ProofScheme;
+use storage_proofs_core::sector::SectorId;
+use storage_proofs_post::fallback::{self, FallbackPoSt};
+
+use crate::fixture::KindInput;
+use crate::post::post_proof_to_wire;
+use crate::shape_c1::{random_bytes, random_node, random_tree_proof, TreeDomain};
+use crate::shape_marker::{marked_json, SHAPE_ONLY_TAG};
+
+/// The miner id of every shape-only input.
+pub const SHAPE_ONLY_MINER: u64 = 1000;
+
+/// The registered PoSt proof a shape-only input is made for: WinningPoSt, or WindowPoSt of
+/// API 1.2 (the network's `V1_1` types), at a sector size.
+pub fn shape_only_post_proof(winning: bool, sector_size: u64) -> Result<RegisteredPoStProof> {
+    let base = if winning { 0 } else { 10 };
+    (base..base + 5)
+        .map(|w| crate::post::post_proof_from_wire(w).expect("0-14 are PoSt proof types"))
+        .find(|p| u64::from(p.sector_size()) == sector_size)
+        .with_context(|| format!("no PoSt proof type for a sector of {sector_size} bytes"))
+}
+
+/// A shape-only WinningPoSt, or one WindowPoSt partition (partition index 0) of `sectors`
+/// sectors (`None`: the partition's full count), as request fields. Deterministic in `seed`.
+pub fn shape_only_post(
+    proof: RegisteredPoStProof,
+    sectors: Option<usize>,
+    seed: u64,
+) -> Result<KindInput> {
+    let size = u64::from(proof.sector_size());
+    with_shape!(size, shaped_post, proof, sectors, seed)
+}
+
+fn shaped_post<Tree: 'static + MerkleTreeTrait>(
+    proof: RegisteredPoStProof,
+    sectors: Option<usize>,
+    seed: u64,
+) -> Result<KindInput> {
+    let config = proof.as_v1_config();
+    let winning = config.typ == PoStType::Winning;
+    let n = if winning {
+        config.sector_count
+    } else {
+        sectors.unwrap_or(config.sector_count)
+    };
+    ensure!(
+        (1..=config.sector_count).contains(&n),
+        "{proof:?} proves 1 to {} sectors per partition, not {n}",
+        config.sector_count
+    );
+    let vanilla_params = if winning {
+        winning_post_setup_params(&config)?
+    } else {
+        window_post_setup_params(&config)
+    };
+    let params = FallbackPoSt::<Tree>::setup(&vanilla_params)?;
+    let mut rng = ChaCha20Rng::seed_from_u64(seed);
+    let randomness = random_bytes(&mut rng);
+    let randomness_safe: TreeDomain<Tree> = as_safe_commitment(&randomness, "randomness")?;
+    let leaves = u64::from(config.sector_size) as usize / 32;
+    let tag = TreeDomain::<Tree>::try_from_bytes(&SHAPE_ONLY_TAG)?;
+    let first_id = 1 + rng.next_u32() as u64;
+    let mut vanilla_proofs = Vec::with_capacity(n);
+    let mut first_comm_r = None;
+    for i in 0..n {
+        let sector_id = SectorId::from(first_id + i as u64);
+        let comm_r_last: TreeDomain<Tree> = random_node(&mut rng, false);
+        let comm_r = <Tree::Hasher as Hasher>::Function::hash2(&tag, &comm_r_last);
+        first_comm_r.get_or_insert(comm_r);
+        let inclusion_proofs = (0..config.challenge_count)
+            .map(|c| {
+                // The challenge index as storage-proofs derives it (partition 0): WinningPoSt's
+                // challenges are numbered across its one sector.
+                let index = if winning {
+                    c as u64
+                } else {
+                    fallback::get_challenge_index(params.api_version, i, params.challenge_count, c)
+                };
+                let leaf = fallback::generate_leaf_challenge(
+                    &params,
+                    randomness_safe,
+                    u64::from(sector_id),
+                    index,
+                );
+                random_tree_proof::<Tree>(&mut rng, leaf as usize, leaves, comm_r_last)
+            })
+            .collect();
+        let p = FallbackPoStSectorProof::<Tree> {
+            sector_id,
+            comm_r,
+            vanilla_proof: fallback::Proof {
+                sectors: vec![fallback::SectorProof {
+                    inclusion_proofs,
+                    comm_c: tag,
+                    comm_r_last,
+                }],
+            },
+        };
+        vanilla_proofs.push(bincode::serialize(&p)?);
+    }
+    Ok(KindInput {
+        kind: if winning { "winning" } else { "window" }.into(),
+        registered_proof: post_proof_to_wire(proof),
+        sector_size: u64::from(config.sector_size),
+        miner_id: SHAPE_ONLY_MINER,
+        sector_id: first_id,
+        randomness: randomness.to_vec(),
+        partition_index: 0,
+        vanilla_proofs,
+        comm_r_old: Vec::new(),
+        comm_r_new: Vec::new(),
+        comm_d_new: Vec::new(),
+        comm_r: first_comm_r.map(|c| c.into_bytes()).unwrap_or_default(),
+    })
+}
+
+/// The JSON of a shape-only kind input: the [`KindInput`] JSON with the shape-only field
+/// first, saying "shape-only: cannot verify" and the seed it was drawn from.
+pub fn shape_only_kind_json(input: &KindInput, seed: u64) -> Result<Vec<u8>> {
+    let note = format!(
+        "random contents with the exact structure of a {} input (registered proof {}), for \
+         benches only; every comm_c is the shape-only tag, and the daemon refuses it",
+        input.kind, input.registered_proof
+    );
+    Ok(marked_json(input, &note, seed)?)
+}
+
+/// The bench-only job of a shape-only PoSt input (its vanilla proofs tagged; no verifier).
+pub fn shape_only_post_job(input: &KindInput) -> Result<crate::PoStJob, crate::ProofError> {
+    let proof = crate::post::post_proof_from_wire(input.registered_proof)?;
+    crate::PoStJob::new_shape_only(&crate::PoStRequest {
+        registered_proof: proof,
+        randomness: &input.randomness,
+        prover_id: crate::prover_id_from_miner(input.miner_id),
+        partition_index: input.partition_index as usize,
+        vanilla_proofs: &input.vanilla_proofs,
+    })
+}
