@@ -12,6 +12,7 @@ mod engine_bench;
 mod shape_bench;
 mod shape_params;
 mod synth_deferred;
+mod synth_kinds;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -123,8 +124,16 @@ enum Cmd {
     /// run: times, ratio, the compiled circuit's size; witnesses checked equal.
     SynthBench {
         /// C1 output [default: the 2 KiB fixture's].
-        #[arg(long)]
+        #[arg(long, conflicts_with = "input")]
         c1: Option<PathBuf>,
+        /// A WinningPoSt, WindowPoSt or SnapDeals input (`kinds/*.json`, real or shape-only)
+        /// instead of a C1 output: partition 0 on the compiled path in every core against
+        /// one thread, alternating, witnesses compared (medians of the rounds).
+        #[arg(long, conflicts_with = "compiled_only")]
+        input: Option<PathBuf>,
+        /// With --input: the reference path once too, its assignment compared.
+        #[arg(long, requires = "input")]
+        reference: bool,
         /// Rounds of each, alternating; the best of each is compared.
         #[arg(long, default_value_t = 3)]
         rounds: usize,
@@ -520,7 +529,10 @@ fn run(cli: Cli) -> Result<()> {
             let be = select_backend(backend)?;
             kinds_bench::run(be.as_ref(), rounds)?
         }
-        Cmd::SynthBench { c1, rounds, compiled_only, deferred } => synth_bench(c1, rounds.max(1), compiled_only, deferred)?,
+        Cmd::SynthBench { input: Some(input), rounds, deferred, reference, .. } => {
+            synth_kinds::run(&input, rounds.max(1), deferred, reference)?
+        }
+        Cmd::SynthBench { c1, rounds, compiled_only, deferred, .. } => synth_bench(c1, rounds.max(1), compiled_only, deferred)?,
         Cmd::BenchC2 {
             fixture_dir,
             rounds,
@@ -763,7 +775,7 @@ fn synth_bench(c1: Option<PathBuf>, rounds: usize, compiled_only: bool, deferred
 }
 
 /// This process's peak resident memory (VmHWM), for the bench line.
-fn peak_rss() -> String {
+pub(crate) fn peak_rss() -> String {
     std::fs::read_to_string("/proc/self/status")
         .ok()
         .and_then(|s| s.lines().find(|l| l.starts_with("VmHWM:")).map(|l| l.trim_start_matches("VmHWM:").trim().to_string()))

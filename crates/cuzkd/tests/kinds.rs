@@ -1,8 +1,9 @@
 //! cuzkd proving SnapDeals, WindowPoSt and WinningPoSt over gRPC from requests filled as
 //! Curio fills them (its request ids included: a wdpost id holds brackets and spaces; the
 //! proofshare SnapDeals request leaves sector_size at 0), on the 2 KiB fixtures of a really
-//! sealed and updated sector; every proof verified with filecoin-proofs' verifiers, and a bad
-//! field named in the job's error while the other jobs complete.
+//! sealed and updated sector; every proof verified with filecoin-proofs' verifiers, a bad
+//! field named in the job's error while the other jobs complete, and a shape-only input of
+//! every kind (PoRep C1, WinningPoSt, WindowPoSt, SnapDeals) refused, saying so.
 
 mod common;
 
@@ -13,9 +14,13 @@ use std::time::{Duration, Instant};
 use common::*;
 use cuzk_filecoin::fixture::{default_fixture_dir, ensure_fixture, ensure_kind_fixtures, KindInput};
 use cuzk_filecoin::prover_id_from_miner;
+use cuzk_filecoin::shape_c1::{shape_only_c1, shape_only_json};
+use cuzk_filecoin::shape_kinds::{shape_only_post, shape_only_post_proof};
+use cuzk_filecoin::shape_marker::SHAPE_ONLY_TAG;
 use cuzk_proto::v1::{await_proof_response::Status, *};
 use cuzk_proto::{connect, Address, DEFAULT_MAX_MESSAGE_BYTES};
-use filecoin_proofs_api::{PublicReplicaInfo, SectorId};
+use filecoin_proofs_api::{PublicReplicaInfo, RegisteredSealProof, SectorId};
+use storage_proofs_update::PartitionProof;
 
 /// Curio's rendering of `randomness[:8]` in a wdpost id: a Go byte slice, "[1 2 3 ...]".
 fn go_bytes(b: &[u8]) -> String {
@@ -122,6 +127,27 @@ async fn every_proof_kind_curio_sends_is_proved_and_verifies() {
     let mut wrong_type = winpost(&k.winning);
     wrong_type.request_id.push_str("-window-type");
     wrong_type.registered_proof = k.window.registered_proof;
+    // Shape-only inputs of every kind (random contents, `cuzk-bench gen-fixture --shape-only`):
+    // refused, saying so.
+    let shape_c1 = shape_only_c1(RegisteredSealProof::StackedDrg2KiBV1_1, 7).unwrap();
+    let shape_porep = SubmitProofRequest {
+        request_id: "shape-only-porep".into(),
+        proof_kind: ProofKind::PorepSealCommit as i32,
+        miner_id: 1000,
+        sector_number: 1,
+        sector_size: 2048,
+        vanilla_proof: shape_only_json(&shape_c1, 7).unwrap(),
+        ..Default::default()
+    };
+    let shape_post = |winning| shape_only_post(shape_only_post_proof(winning, 2048).unwrap(), None, 7).unwrap();
+    let mut shape_winning = winpost(&shape_post(true));
+    shape_winning.request_id = "shape-only-winning".into();
+    let mut shape_window = wdpost(&shape_post(false));
+    shape_window.request_id = "shape-only-window".into();
+    let mut tagged = snap(&k.snap, "shape-only-snap", 2048);
+    let mut p: PartitionProof<filecoin_proofs::SectorShape2KiB> = bincode::deserialize(&tagged.vanilla_proofs[0]).unwrap();
+    p.comm_c = filecoin_hashers::Domain::try_from_bytes(&SHAPE_ONLY_TAG).unwrap();
+    tagged.vanilla_proofs[0] = bincode::serialize(&p).unwrap();
     let requests = [
         snap(&k.snap, &format!("snap-{}-{}", k.snap.miner_id, k.snap.sector_id), 2048),
         snap(&k.snap, &format!("ps-snap-{}-{}-7", k.snap.miner_id, k.snap.sector_id), 0),
@@ -129,6 +155,10 @@ async fn every_proof_kind_curio_sends_is_proved_and_verifies() {
         winpost(&k.winning),
         short,
         wrong_type,
+        shape_porep,
+        shape_winning,
+        shape_window,
+        tagged,
     ];
     let answers = futures_join(&addr, requests.to_vec()).await;
     let log = || std::fs::read_to_string(dir.join("cuzkd.log")).unwrap_or_default();
@@ -168,6 +198,11 @@ async fn every_proof_kind_curio_sends_is_proved_and_verifies() {
     assert!(answers[4].error_message.contains("randomness: 31 bytes; expected 32"), "{}", answers[4].error_message);
     assert_eq!(answers[5].status, Status::Failed as i32);
     assert!(answers[5].error_message.contains("not a WinningPoSt proof type"), "{}", answers[5].error_message);
+    for (req, r) in requests.iter().zip(&answers).skip(6) {
+        assert_eq!(r.status, Status::Failed as i32, "{}", req.request_id);
+        let m = &r.error_message;
+        assert!(m.contains("is a shape-only input (shape-only: cannot verify)"), "{}: {m}", req.request_id);
+    }
 
     // Curio retries a preempted task with the same id: it attaches to the stored result.
     let again = prove(&addr, wd).await;
