@@ -433,6 +433,45 @@ fn shape_only_fixture(dir: Option<PathBuf>, size: u64) -> Result<()> {
     std::fs::rename(&tmp, &envelope).with_context(|| format!("renaming to {}", envelope.display()))?;
     println!("  envelope    {} (the same in lotus-bench's envelope, sector number 1)", envelope.display());
     println!("  params      none generated (32 GiB parameters are 47 GB; shape-bench and engine-bench make random ones, shape-params writes them to disk)");
+    shape_only_kinds(&dir, size, SEED)
+}
+
+/// `gen-fixture --shape-only`'s PoSt inputs: DIR/kinds/{winning,window}.shape-only.json (a
+/// WinningPoSt, and a full WindowPoSt partition), each checked by the bench-only job
+/// constructor (the job's shape checks) before it is written.
+fn shape_only_kinds(dir: &Path, size: u64, seed: u64) -> Result<()> {
+    use cuzk_filecoin::shape_kinds::{shape_only_kind_json, shape_only_post, shape_only_post_job, shape_only_post_proof};
+    use cuzk_filecoin::shape_marker::SHAPE_ONLY_NOTE;
+    let kinds = dir.join("kinds");
+    std::fs::create_dir_all(&kinds).with_context(|| format!("creating {}", kinds.display()))?;
+    for winning in [true, false] {
+        let proof = shape_only_post_proof(winning, size)?;
+        let t = Instant::now();
+        let input = shape_only_post(proof, None, seed)?;
+        let generated = t.elapsed();
+        let t = Instant::now();
+        shape_only_post_job(&input).context("the shape-only PoSt input fails the job's shape checks (a cuzk bug)")?;
+        let checked = t.elapsed();
+        let json = shape_only_kind_json(&input, seed)?;
+        let path = kinds.join(format!("{}.shape-only.json", input.kind));
+        let tmp = path.with_extension("tmp");
+        std::fs::write(&tmp, &json).with_context(|| format!("writing {}", tmp.display()))?;
+        std::fs::rename(&tmp, &path).with_context(|| format!("renaming to {}", path.display()))?;
+        let config = proof.as_v1_config();
+        println!(
+            "  {:<11} {} ({:.1} MiB; {SHAPE_ONLY_NOTE}: every comm_c is the shape-only tag, the daemon refuses it)",
+            input.kind,
+            path.display(),
+            json.len() as f64 / (1u64 << 20) as f64
+        );
+        println!(
+            "              {proof:?}: {} sector proof(s) x {} challenge(s); generated in {:.2} s, checked (shape, no verifier) in {:.2} s",
+            input.vanilla_proofs.len(),
+            config.challenge_count,
+            generated.as_secs_f64(),
+            checked.as_secs_f64()
+        );
+    }
     Ok(())
 }
 
@@ -603,6 +642,28 @@ fn bench_c2(f: Fixture, rounds: usize, be: &dyn Backend) -> Result<()> {
     Ok(())
 }
 
+/// Where a compiled synthesis's time went.
+pub(crate) fn stages(t: &cuzk_filecoin::SynthesisTimings) -> String {
+    match t.compiled {
+        Some(c) if c.in_place => format!(
+            "circuit {:.3} s, parts in place {:.3} s ({} part(s) in parallel: gadgets, copy, products and check), rest {:.3} s",
+            t.circuit.as_secs_f64(),
+            c.assign.as_secs_f64(),
+            c.parts,
+            (c.join + c.products).as_secs_f64()
+        ),
+        Some(c) => format!(
+            "circuit {:.3} s, gadgets {:.3} s ({} part(s) in parallel), join {:.3} s, products and check {:.3} s",
+            t.circuit.as_secs_f64(),
+            c.assign.as_secs_f64(),
+            c.parts,
+            c.join.as_secs_f64(),
+            c.products.as_secs_f64()
+        ),
+        None => format!("circuit {:.3} s", t.circuit.as_secs_f64()),
+    }
+}
+
 /// Reference and compiled synthesis of partition 0, alternating, in one process; the
 /// compiled path twice per round, its labels hashed by storage-proofs' gadget and natively.
 fn synth_bench(c1: Option<PathBuf>, rounds: usize, compiled_only: bool, deferred: bool) -> Result<()> {
@@ -643,25 +704,6 @@ fn synth_bench(c1: Option<PathBuf>, rounds: usize, compiled_only: bool, deferred
         }
     };
     let synth = |p: SynthesisPath| synth_with(p, LabelHashing::default());
-    // Where a compiled synthesis's time went.
-    let stages = |t: &cuzk_filecoin::SynthesisTimings| match t.compiled {
-        Some(c) if c.in_place => format!(
-            "circuit {:.3} s, parts in place {:.3} s ({} part(s) in parallel: gadgets, copy, products and check), rest {:.3} s",
-            t.circuit.as_secs_f64(),
-            c.assign.as_secs_f64(),
-            c.parts,
-            (c.join + c.products).as_secs_f64()
-        ),
-        Some(c) => format!(
-            "circuit {:.3} s, gadgets {:.3} s ({} part(s) in parallel), join {:.3} s, products and check {:.3} s",
-            t.circuit.as_secs_f64(),
-            c.assign.as_secs_f64(),
-            c.parts,
-            c.join.as_secs_f64(),
-            c.products.as_secs_f64()
-        ),
-        None => format!("circuit {:.3} s", t.circuit.as_secs_f64()),
-    };
     clear_compiled();
     let t = Instant::now();
     let (recorded, rt) = synth(compiled_path)?;

@@ -14,7 +14,7 @@ use cuzk_filecoin::synthesis::{clear_compiled, compiled_for, SynthesisPath};
 use cuzk_filecoin::{ProofJob, SynthesisTimings};
 use cuzk_groth16::PartitionWitness;
 
-use crate::{median_spread, peak_rss};
+use crate::{median_spread, peak_rss, stages};
 
 /// The job of a kind input: real inputs through the daemon's constructors (every check,
 /// filecoin-proofs' vanilla verifier included), shape-only ones through the bench's.
@@ -56,6 +56,14 @@ pub fn describe(w: &PartitionWitness) -> String {
 }
 
 pub fn run(path: &Path, rounds: usize, deferred: bool, reference: bool) -> Result<()> {
+    // Each calling thread synthesizes in a pool of its own (a bench variant of the synthesis
+    // tuning): the main thread's has a thread per core, and a call made on a one-thread pool
+    // runs there, so both sides of the comparison run the same code.
+    cuzk_filecoin::synthesis::configure(cuzk_filecoin::synthesis::SynthesisTuning {
+        per_thread_pools: true,
+        ..Default::default()
+    })
+    .map_err(anyhow::Error::msg)?;
     let raw = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
     let shape_only = cuzk_filecoin::shape_marker::is_shape_only(&raw);
     let input: KindInput =
@@ -64,7 +72,7 @@ pub fn run(path: &Path, rounds: usize, deferred: bool, reference: bool) -> Resul
     let t = Instant::now();
     let job = kind_job(&input, shape_only)?;
     let checked = t.elapsed();
-    let cores = rayon::current_num_threads();
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     println!(
         "synth-bench: {} (registered proof {}), {} vanilla proof(s), partition 0 of {}, {cores} threads against 1, {rounds} round(s){}{}",
         input.kind,
@@ -114,15 +122,20 @@ pub fn run(path: &Path, rounds: usize, deferred: bool, reference: bool) -> Resul
     let one = rayon::ThreadPoolBuilder::new().num_threads(1).build()?;
     let (mut ones, mut alls) = (Vec::new(), Vec::new());
     for round in 1..=rounds {
-        let (w1, _, _, t1) = one.install(|| synth(compiled))?;
+        let (w1, s1, _, t1) = one.install(|| synth(compiled))?;
         drop(w1);
-        let (wn, _, _, tn) = synth(compiled)?;
+        let (wn, sn, _, tn) = synth(compiled)?;
         let same = wn.input_assignment == first.input_assignment && wn.aux_assignment == first.aux_assignment;
         if !same {
             bail!("round {round}: the witness differs from the recording's");
         }
         drop(wn);
-        println!("  round {round}: 1 thread {t1:.3} s, {cores} threads {tn:.3} s ({:.2}x)", t1 / tn);
+        println!(
+            "  round {round}: 1 thread {t1:.3} s ({}), {cores} threads {tn:.3} s ({}): {:.2}x",
+            stages(&s1),
+            stages(&sn),
+            t1 / tn
+        );
         ones.push(t1);
         alls.push(tn);
     }
