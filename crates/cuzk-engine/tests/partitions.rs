@@ -58,6 +58,35 @@ async fn a_higher_job_goes_before_the_remaining_partitions_of_a_lower_one() {
     assert_eq!(rest, ["low0", "low1", "low2", "low3", "low4", "low5"]);
 }
 
+/// A WinningPoSt submitted behind a PoRep (10 partitions) and a SnapDeals job (16 partitions)
+/// whose synthesized witnesses fill the memory budget proves next: after the partition in
+/// flight, before the 25 others, although it must wait for a freed reservation to synthesize.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_winning_post_behind_porep_and_snapdeals_partitions_goes_next() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = threads(dir.path(), 2, 1);
+    c.host_memory_budget_bytes = 400;
+    let (e, log) = start(c);
+    let porep = Script { partitions: 10, synth_ms: 5, prove_ms: 60, footprint: 100, ..Script::default() };
+    let snap = Script { partitions: 16, ..porep.clone() };
+    e.submit(request("porep", ProofKind::PoRepSealCommit, None, &porep)).unwrap();
+    e.submit(request("snap", ProofKind::SnapDealsUpdate, None, &snap)).unwrap();
+    until("the budget full of witnesses", || e.status().memory.in_use_bytes == 400);
+    let before = log.proved_partitions.lock().unwrap().len();
+    let win = Script { partitions: 1, synth_ms: 5, prove_ms: 5, footprint: 100, ..Script::default() };
+    e.submit(request("win", ProofKind::WinningPost, None, &win)).unwrap();
+    assert_eq!(done(&e, "win").await.status, JobStatus::Completed);
+    let order: Vec<String> =
+        log.proved_partitions.lock().unwrap().iter().map(|(id, k)| format!("{id}{k}")).collect();
+    let at = order.iter().position(|p| p == "win0").expect("win proved");
+    // At most the partition in flight when it came, and the one the worker took while its
+    // witness was being synthesized in the reservation that partition freed.
+    assert!(at <= before + 1, "win0 proved {at}th; {before} had started when it was submitted: {order:?}");
+    assert_eq!(done(&e, "porep").await.status, JobStatus::Completed);
+    assert_eq!(done(&e, "snap").await.status, JobStatus::Completed);
+    assert_eq!(log.proved_partitions.lock().unwrap().len(), 27);
+}
+
 /// The urgent lane: a WinningPoSt submitted while the only bulk synthesis thread is inside a
 /// long partition is synthesized at once on the urgent lane's thread and proves before that
 /// partition; the low job never runs there. Without the lane (0 threads) the same WinningPoSt
