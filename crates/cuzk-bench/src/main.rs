@@ -436,11 +436,15 @@ fn shape_only_fixture(dir: Option<PathBuf>, size: u64) -> Result<()> {
     shape_only_kinds(&dir, size, SEED)
 }
 
-/// `gen-fixture --shape-only`'s PoSt inputs: DIR/kinds/{winning,window}.shape-only.json (a
-/// WinningPoSt, and a full WindowPoSt partition), each checked by the bench-only job
-/// constructor (the job's shape checks) before it is written.
+/// `gen-fixture --shape-only`'s PoSt and SnapDeals inputs:
+/// DIR/kinds/{winning,window,snap}.shape-only.json (a WinningPoSt, a full WindowPoSt partition,
+/// every partition of an update proof), each checked by the bench-only job constructor (the
+/// job's shape checks) before it is written.
 fn shape_only_kinds(dir: &Path, size: u64, seed: u64) -> Result<()> {
-    use cuzk_filecoin::shape_kinds::{shape_only_kind_json, shape_only_post, shape_only_post_job, shape_only_post_proof};
+    use cuzk_filecoin::shape_kinds::{
+        shape_only_kind_json, shape_only_post, shape_only_post_job, shape_only_post_proof, shape_only_snap, shape_only_snap_job,
+        shape_only_update_proof,
+    };
     use cuzk_filecoin::shape_marker::SHAPE_ONLY_NOTE;
     let kinds = dir.join("kinds");
     std::fs::create_dir_all(&kinds).with_context(|| format!("creating {}", kinds.display()))?;
@@ -472,6 +476,29 @@ fn shape_only_kinds(dir: &Path, size: u64, seed: u64) -> Result<()> {
             checked.as_secs_f64()
         );
     }
+    let proof = shape_only_update_proof(size)?;
+    let t = Instant::now();
+    let input = shape_only_snap(proof, seed)?;
+    let generated = t.elapsed();
+    let t = Instant::now();
+    let job = shape_only_snap_job(&input).context("the shape-only SnapDeals input fails the job's shape checks (a cuzk bug)")?;
+    let checked = t.elapsed();
+    let json = shape_only_kind_json(&input, seed)?;
+    let path = kinds.join("snap.shape-only.json");
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, &json).with_context(|| format!("writing {}", tmp.display()))?;
+    std::fs::rename(&tmp, &path).with_context(|| format!("renaming to {}", path.display()))?;
+    println!(
+        "  snap        {} ({:.1} MiB; {SHAPE_ONLY_NOTE}: every comm_c is the shape-only tag, the daemon refuses it)",
+        path.display(),
+        json.len() as f64 / (1u64 << 20) as f64
+    );
+    println!(
+        "              {proof:?}: {} partition proof(s); generated in {:.2} s, checked (shape, no verifier) in {:.2} s",
+        cuzk_filecoin::ProofJob::partitions(&job),
+        generated.as_secs_f64(),
+        checked.as_secs_f64()
+    );
     Ok(())
 }
 

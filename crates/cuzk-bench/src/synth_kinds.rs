@@ -37,7 +37,7 @@ pub fn kind_job(input: &KindInput, shape_only: bool) -> Result<Box<dyn ProofJob>
             comm_r_new: &input.comm_r_new,
             comm_d_new: &input.comm_d_new,
         })?),
-        ("snap", true) => bail!("shape-only SnapDeals inputs are not made yet (issue #37)"),
+        ("snap", true) => Box::new(cuzk_filecoin::shape_kinds::shape_only_snap_job(input)?),
         (k, _) => bail!("kind {k:?}: expected winning, window or snap"),
     })
 }

@@ -132,7 +132,7 @@ pub(crate) fn random_node<D: Domain>(rng: &mut ChaCha20Rng, sha: bool) -> D {
 /// one sub-tree and one top-tree level where the tree has them; at each level the node's
 /// position among its siblings (its index's digits, base levels first) and arity - 1 random
 /// sibling hashes.
-fn random_path<H: Hasher, A: Unsigned, B: Unsigned, C: Unsigned>(
+pub(crate) fn random_path<H: Hasher, A: Unsigned, B: Unsigned, C: Unsigned>(
     rng: &mut ChaCha20Rng,
     node: usize,
     leaves: usize,

@@ -86,9 +86,22 @@ impl std::fmt::Debug for SnapJob {
 }
 
 impl SnapJob {
+    /// Checks the request (its fields, each partition proof's shape, then filecoin-proofs'
+    /// vanilla verifier). A shape-only input is refused as [`ProofError::ShapeOnly`] before
+    /// the verifier.
     pub fn new(req: &SnapRequest<'_>) -> Result<SnapJob, ProofError> {
         let size = u64::from(req.registered_proof.sector_size());
-        let shape = with_shape!(size, snap_shape, req)?;
+        let shape = with_shape!(size, snap_shape, req, Input::Real)?;
+        Ok(SnapJob { proof: req.registered_proof, shape })
+    }
+
+    /// A shape-only input's job, for benches (`crate::shape_kinds`: random contents, the
+    /// exact structure; it cannot verify): the same checks as [`SnapJob::new`] but the
+    /// vanilla verifier, and only inputs whose every `comm_c` is the shape-only tag.
+    #[cfg(any(test, feature = "testing"))]
+    pub fn new_shape_only(req: &SnapRequest<'_>) -> Result<SnapJob, ProofError> {
+        let size = u64::from(req.registered_proof.sector_size());
+        let shape = with_shape!(size, snap_shape, req, Input::ShapeOnly)?;
         Ok(SnapJob { proof: req.registered_proof, shape })
     }
 
@@ -210,6 +223,7 @@ fn check_partition_shape<Tree: MerkleTreeTrait<Hasher = TreeRHasher>>(
 
 fn snap_shape<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
     req: &SnapRequest<'_>,
+    input: Input,
 ) -> Result<Box<dyn SnapShape>, ProofError> {
     let proof = req.registered_proof;
     let comm_r_old = commitment("comm_r_old", req.comm_r_old)?;
@@ -239,7 +253,7 @@ fn snap_shape<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
             ))
         })?;
         check_partition_shape(k, &p, &pub_params.vanilla_params)?;
-        check_tag(Input::Real, &format!("vanilla_proofs[{k}]"), p.comm_c.as_ref())?;
+        check_tag(input, &format!("vanilla_proofs[{k}]"), p.comm_c.as_ref())?;
         vanilla.push(p);
     }
     let domain_r = |c: &[u8; 32]| TreeRDomain::try_from_bytes(c).map_err(|e| bad(format!("{e:#}")));
@@ -250,7 +264,8 @@ fn snap_shape<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
         comm_r_new: domain_r(&comm_r_new)?,
         h: config.h,
     };
-    for (k, p) in vanilla.iter().enumerate() {
+    // Shape-only inputs: the checks above, no verifier.
+    for (k, p) in vanilla.iter().enumerate().filter(|_| input == Input::Real) {
         let inputs = PublicInputs { k, ..pub_inputs };
         let ok = EmptySectorUpdate::<Tree>::verify(&pub_params.vanilla_params, &inputs, p)
             .map_err(|e| bad(format!("vanilla_proofs[{k}]: {e:#}")))?;

@@ -1,6 +1,6 @@
-//! Shape-only PoSt inputs (shape-only: cannot verify; `cuzk_filecoin::shape_kinds`): at
-//! 2 KiB a WinningPoSt and a WindowPoSt partition have the real fixtures' circuit counts and
-//! densities; at every size their structure is the one filecoin-proofs' public parameters
+//! Shape-only PoSt and SnapDeals inputs (shape-only: cannot verify;
+//! `cuzk_filecoin::shape_kinds`): at 2 KiB a WinningPoSt, a WindowPoSt partition and a
+//! SnapDeals partition have the real fixtures' circuit counts and densities; at every size their structure is the one filecoin-proofs' public parameters
 //! give (the bench-only constructor runs the job's own shape checks, derived from them); the
 //! daemon's constructor refuses them with a message saying so, and the bench-only one refuses
 //! real inputs. A SnapDeals input carrying the tag is refused the same way.
@@ -13,6 +13,7 @@ use cuzk_filecoin::fixture::{
 use cuzk_filecoin::post::post_proof_from_wire;
 use cuzk_filecoin::shape_kinds::{
     shape_only_kind_json, shape_only_post, shape_only_post_job, shape_only_post_proof,
+    shape_only_snap, shape_only_snap_job,
 };
 use cuzk_filecoin::shape_marker::{is_shape_only, SHAPE_ONLY_NOTE, SHAPE_ONLY_TAG};
 use cuzk_filecoin::snap::update_proof_from_wire;
@@ -213,6 +214,75 @@ fn shape_only_post_at_every_size_has_the_structure_of_its_public_parameters() {
                 "{proof:?}: {} sector proofs x {challenges} challenges, paths of arities {arities:?}",
                 input.vanilla_proofs.len()
             );
+        }
+    }
+}
+
+fn snap_request(i: &KindInput) -> SnapRequest<'_> {
+    SnapRequest {
+        registered_proof: update_proof_from_wire(i.registered_proof).unwrap(),
+        vanilla_proofs: &i.vanilla_proofs,
+        comm_r_old: &i.comm_r_old,
+        comm_r_new: &i.comm_r_new,
+        comm_d_new: &i.comm_d_new,
+    }
+}
+
+#[test]
+fn shape_only_snap_at_2kib_has_the_real_circuit_and_the_daemon_refuses_it() {
+    let real = &fixtures().snap;
+    let proof = update_proof_from_wire(real.registered_proof).unwrap();
+    let real_job = SnapJob::new(&snap_request(real)).unwrap();
+    let (reference, _) = real_job.synthesize_with(0, SynthesisPath::Reference).unwrap();
+    let shape = shape_only_snap(proof, 7).unwrap();
+    assert!(is_shape_only(&shape_only_kind_json(&shape, 7).unwrap()));
+    refused_as_shape_only(SnapJob::new(&snap_request(&shape)), "vanilla_proofs[0]");
+    match SnapJob::new_shape_only(&snap_request(real)) {
+        Err(ProofError::BadInput(m)) => assert!(m.contains("not a shape-only input"), "{m}"),
+        other => panic!("the bench constructor took a real input: {other:?}"),
+    }
+    let job = shape_only_snap_job(&shape).unwrap();
+    let (w, _, first) = job.synthesize_unchecked(0, SynthesisPath::Reference).unwrap();
+    assert_eq!(counts(&w), counts(&reference), "(inputs, aux, constraints)");
+    assert_eq!(w.a_aux_density, reference.a_aux_density);
+    assert_eq!(w.b_input_density, reference.b_input_density);
+    assert_eq!(w.b_aux_density, reference.b_aux_density);
+    let first = first.expect("a shape-only witness satisfies its circuit");
+    let (c, _, c_first) = job.synthesize_unchecked(0, SynthesisPath::CompiledUnchecked).unwrap();
+    assert_eq!(c_first, Some(first));
+    assert!(c == w, "the compiled witness differs from the reference");
+    eprintln!(
+        "2 KiB shape-only snap: (inputs, aux, constraints) = {:?} as the real fixture's; first unsatisfied {first}",
+        counts(&w)
+    );
+    assert_eq!(shape_only_snap(proof, 7).unwrap().vanilla_proofs, shape.vanilla_proofs);
+    assert_ne!(shape_only_snap(proof, 8).unwrap().vanilla_proofs, shape.vanilla_proofs);
+}
+
+/// Every update proof type, 32 and 64 GiB included: the bench-only constructor's shape checks
+/// (partition count, apex leaves, challenges, the three paths of each, derived from
+/// storage-proofs-update's public parameters) accept it, and the partition count equals those
+/// parameters'. At 8 MiB (4 partitions, so tree D's top levels are shared) the last
+/// partition's circuit is built and synthesized: storage-proofs asserts the shared path and
+/// the replica encoding while it builds it.
+#[test]
+fn shape_only_snap_at_every_size_has_the_structure_of_its_public_parameters() {
+    use filecoin_proofs_api::RegisteredUpdateProof::*;
+    for proof in [StackedDrg2KiBV1, StackedDrg8MiBV1, StackedDrg512MiBV1, StackedDrg32GiBV1, StackedDrg64GiBV1] {
+        let input = shape_only_snap(proof, 1).unwrap_or_else(|e| panic!("{proof:?}: {e:#}"));
+        let params = storage_proofs_update::PublicParams::from_sector_size(u64::from(proof.sector_size()));
+        assert_eq!(input.vanilla_proofs.len(), params.partition_count, "{proof:?}");
+        let job = shape_only_snap_job(&input).unwrap_or_else(|e| panic!("{proof:?}: {e}"));
+        assert_eq!(job.partitions(), params.partition_count);
+        refused_as_shape_only(SnapJob::new(&snap_request(&input)), "vanilla_proofs[0]");
+        eprintln!(
+            "{proof:?}: {} partitions x {} challenges, {} apex leaves, tree D of {} levels",
+            params.partition_count, params.challenge_count, params.apex_leaf_count, params.challenge_bit_len
+        );
+        if proof == StackedDrg8MiBV1 {
+            let last = params.partition_count - 1;
+            let (_, _, first) = job.synthesize_unchecked(last, SynthesisPath::CompiledUnchecked).unwrap();
+            assert!(first.is_some(), "a shape-only witness satisfies its circuit");
         }
     }
 }
