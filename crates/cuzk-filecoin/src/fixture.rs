@@ -518,6 +518,17 @@ pub struct KindInput {
     pub comm_r: Vec<u8>,
 }
 
+/// The 2 KiB PoRep and kind fixtures in their default directory, made (or found) once per
+/// process: the tests' shared inputs.
+pub fn kind_fixtures_2kib() -> &'static KindFixtures {
+    static F: std::sync::OnceLock<KindFixtures> = std::sync::OnceLock::new();
+    F.get_or_init(|| {
+        let dir = default_fixture_dir(2048);
+        ensure_fixture(&dir, 2048).expect("PoRep fixture");
+        ensure_kind_fixtures(&dir, 2048).expect("PoSt and SnapDeals fixtures")
+    })
+}
+
 /// The PoSt and SnapDeals fixtures of one sector size.
 #[derive(Clone, Debug)]
 pub struct KindFixtures {

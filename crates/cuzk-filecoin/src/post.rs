@@ -421,38 +421,30 @@ fn post_shape<Tree: 'static + MerkleTreeTrait>(
     // filecoin-proofs' own arrangement of the sector proofs into the partition's, which also
     // runs the vanilla verifier; on failure, find out why. Shape-only inputs: the same
     // arrangement, no verifier.
-    if input == Input::ShapeOnly {
-        return Ok(Box::new(Shaped::<Tree> {
-            sectors: vanilla.iter().map(|p| (p.sector_id, p.comm_r.into_bytes().try_into().unwrap_or([0; 32]))).collect(),
-            partition: arrange(&config, &vanilla),
-            config,
-            randomness,
-            prover_id: req.prover_id,
-            partition_index: req.partition_index,
-            pub_params,
-            pub_inputs,
-            #[cfg(test)]
-            vanilla,
-        }));
-    }
-    let arranged = if winning {
-        partition_vanilla_proofs(&config, &pub_params.vanilla_params, &pub_inputs, 1, &vanilla)
-            .map(|mut v| v.remove(0))
+    let partition = if input == Input::ShapeOnly {
+        arrange(&config, &vanilla)
     } else {
-        single_partition_vanilla_proofs(&config, &pub_params.vanilla_params, &pub_inputs, &vanilla)
-    };
-    let partition = arranged.map_err(|e| {
-        diagnose::<Tree>(&config, &pub_params.vanilla_params, randomness_safe, &vanilla, req.partition_index)
-            .unwrap_or_else(|| bad(format!("vanilla_proofs: refused by filecoin-proofs: {e:#}")))
-    })?;
-    // filecoin-proofs' vanilla check of WinningPoSt reads only the first of the sector's
-    // inclusion proofs (it pairs the one public sector with the partition's first proof); the
-    // circuit takes all of them, so check the others here rather than fail in synthesis.
-    if winning {
-        if let Some(e) = diagnose::<Tree>(&config, &pub_params.vanilla_params, randomness_safe, &vanilla, 0) {
-            return Err(e);
+        let arranged = if winning {
+            partition_vanilla_proofs(&config, &pub_params.vanilla_params, &pub_inputs, 1, &vanilla)
+                .map(|mut v| v.remove(0))
+        } else {
+            single_partition_vanilla_proofs(&config, &pub_params.vanilla_params, &pub_inputs, &vanilla)
+        };
+        let partition = arranged.map_err(|e| {
+            diagnose::<Tree>(&config, &pub_params.vanilla_params, randomness_safe, &vanilla, req.partition_index)
+                .unwrap_or_else(|| bad(format!("vanilla_proofs: refused by filecoin-proofs: {e:#}")))
+        })?;
+        // filecoin-proofs' vanilla check of WinningPoSt reads only the first of the sector's
+        // inclusion proofs (it pairs the one public sector with the partition's first proof);
+        // the circuit takes all of them, so check the others here rather than fail in
+        // synthesis.
+        if winning {
+            if let Some(e) = diagnose::<Tree>(&config, &pub_params.vanilla_params, randomness_safe, &vanilla, 0) {
+                return Err(e);
+            }
         }
-    }
+        partition
+    };
     Ok(Box::new(Shaped::<Tree> {
         sectors: vanilla.iter().map(|p| (p.sector_id, p.comm_r.into_bytes().try_into().unwrap_or([0; 32]))).collect(),
         config,
@@ -608,9 +600,7 @@ mod tests {
     /// on the real 2 KiB WinningPoSt and WindowPoSt fixtures (API 1.2 and 1.0), byte for byte.
     #[test]
     fn the_shape_only_arrangement_is_filecoin_proofs_on_the_real_fixtures() {
-        let dir = crate::fixture::default_fixture_dir(2048);
-        crate::fixture::ensure_fixture(&dir, 2048).expect("2 KiB fixture");
-        let k = crate::fixture::ensure_kind_fixtures(&dir, 2048).expect("2 KiB kind fixtures");
+        let k = crate::fixture::kind_fixtures_2kib();
         for i in [&k.winning, &k.window, &k.window_v1] {
             let job = PoStJob::new(&PoStRequest {
                 registered_proof: post_proof_from_wire(i.registered_proof).unwrap(),

@@ -4,9 +4,7 @@
 //! and each bad input refused with the message that names it. Fixtures and test parameters
 //! are generated on first use (about 7 minutes on 2 cores) and cached.
 
-use std::sync::OnceLock;
-
-use cuzk_filecoin::fixture::{default_fixture_dir, ensure_fixture, ensure_kind_fixtures, KindFixtures, KindInput};
+use cuzk_filecoin::fixture::{kind_fixtures_2kib, KindFixtures, KindInput};
 use cuzk_filecoin::params::{post_params_path, update_params_path};
 use cuzk_filecoin::post::post_proof_from_wire;
 use cuzk_filecoin::snap::update_proof_from_wire;
@@ -16,12 +14,7 @@ use filecoin_proofs::SectorShape2KiB;
 use filecoin_proofs_api::{PublicReplicaInfo, SectorId};
 
 fn fixtures() -> &'static KindFixtures {
-    static F: OnceLock<KindFixtures> = OnceLock::new();
-    F.get_or_init(|| {
-        let dir = default_fixture_dir(2048);
-        ensure_fixture(&dir, 2048).expect("PoRep fixture");
-        ensure_kind_fixtures(&dir, 2048).expect("PoSt and SnapDeals fixtures")
-    })
+    kind_fixtures_2kib()
 }
 
 fn post_job(i: &KindInput) -> Result<PoStJob, ProofError> {

@@ -5,11 +5,7 @@
 //! daemon's constructor refuses them with a message saying so, and the bench-only one refuses
 //! real inputs. A SnapDeals input carrying the tag is refused the same way.
 
-use std::sync::OnceLock;
-
-use cuzk_filecoin::fixture::{
-    default_fixture_dir, ensure_fixture, ensure_kind_fixtures, KindFixtures, KindInput,
-};
+use cuzk_filecoin::fixture::{kind_fixtures_2kib, KindFixtures, KindInput};
 use cuzk_filecoin::post::post_proof_from_wire;
 use cuzk_filecoin::shape_kinds::{
     shape_only_kind_json, shape_only_post, shape_only_post_job, shape_only_post_proof,
@@ -25,12 +21,7 @@ use cuzk_groth16::PartitionWitness;
 use filecoin_proofs::PoStType;
 
 fn fixtures() -> &'static KindFixtures {
-    static F: OnceLock<KindFixtures> = OnceLock::new();
-    F.get_or_init(|| {
-        let dir = default_fixture_dir(2048);
-        ensure_fixture(&dir, 2048).expect("PoRep fixture");
-        ensure_kind_fixtures(&dir, 2048).expect("PoSt and SnapDeals fixtures")
-    })
+    kind_fixtures_2kib()
 }
 
 fn request(i: &KindInput) -> PoStRequest<'_> {
