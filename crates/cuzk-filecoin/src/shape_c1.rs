@@ -22,9 +22,10 @@
 //! real circuit's counts and densities and does **not** satisfy its constraints.
 //!
 //! Where such an output may go:
-//! - the daemon's path keeps every check: [`crate::PoRepJob::synthesize`] refuses its
-//!   partitions as `ProofError::Unsatisfied` (it cannot verify), as it refuses any tampered
-//!   input;
+//! - the daemon refuses it at plan, by its mark (`ProofError::ShapeOnly`, "shape-only: cannot
+//!   verify"; `crate::shape_marker`), and its proving path keeps every check besides:
+//!   [`crate::PoRepJob::synthesize`] refuses its partitions as `ProofError::Unsatisfied`, as
+//!   it refuses any tampered input;
 //! - only a bench may skip that check, through [`synthesize_for_bench`], which returns the
 //!   witness together with its first unsatisfied constraint and which no proving path calls.
 //!
