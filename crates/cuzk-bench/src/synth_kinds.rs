@@ -19,25 +19,12 @@ use crate::{median_spread, peak_rss, stages};
 /// The job of a kind input: real inputs through the daemon's constructors (every check,
 /// filecoin-proofs' vanilla verifier included), shape-only ones through the bench's.
 pub fn kind_job(input: &KindInput, shape_only: bool) -> Result<Box<dyn ProofJob>> {
-    use cuzk_filecoin::post::post_proof_from_wire;
-    use cuzk_filecoin::snap::update_proof_from_wire;
+    use cuzk_filecoin::shape_kinds::{shape_only_post_job, shape_only_snap_job};
     Ok(match (input.kind.as_str(), shape_only) {
-        ("winning" | "window", true) => Box::new(cuzk_filecoin::shape_kinds::shape_only_post_job(input)?),
-        ("winning" | "window", false) => Box::new(cuzk_filecoin::PoStJob::new(&cuzk_filecoin::PoStRequest {
-            registered_proof: post_proof_from_wire(input.registered_proof)?,
-            randomness: &input.randomness,
-            prover_id: cuzk_filecoin::prover_id_from_miner(input.miner_id),
-            partition_index: input.partition_index as usize,
-            vanilla_proofs: &input.vanilla_proofs,
-        })?),
-        ("snap", false) => Box::new(cuzk_filecoin::SnapJob::new(&cuzk_filecoin::SnapRequest {
-            registered_proof: update_proof_from_wire(input.registered_proof)?,
-            vanilla_proofs: &input.vanilla_proofs,
-            comm_r_old: &input.comm_r_old,
-            comm_r_new: &input.comm_r_new,
-            comm_d_new: &input.comm_d_new,
-        })?),
-        ("snap", true) => Box::new(cuzk_filecoin::shape_kinds::shape_only_snap_job(input)?),
+        ("winning" | "window", true) => Box::new(shape_only_post_job(input)?),
+        ("winning" | "window", false) => Box::new(cuzk_filecoin::PoStJob::new(&input.post_request()?)?),
+        ("snap", true) => Box::new(shape_only_snap_job(input)?),
+        ("snap", false) => Box::new(cuzk_filecoin::SnapJob::new(&input.snap_request()?)?),
         (k, _) => bail!("kind {k:?}: expected winning, window or snap"),
     })
 }

@@ -529,6 +529,30 @@ pub fn kind_fixtures_2kib() -> &'static KindFixtures {
     })
 }
 
+impl KindInput {
+    /// The PoSt request these fields make, as the runner makes it from Curio's.
+    pub fn post_request(&self) -> Result<crate::PoStRequest<'_>, crate::ProofError> {
+        Ok(crate::PoStRequest {
+            registered_proof: crate::post::post_proof_from_wire(self.registered_proof)?,
+            randomness: &self.randomness,
+            prover_id: prover_id_from_miner(self.miner_id),
+            partition_index: self.partition_index as usize,
+            vanilla_proofs: &self.vanilla_proofs,
+        })
+    }
+
+    /// The SnapDeals request these fields make.
+    pub fn snap_request(&self) -> Result<crate::SnapRequest<'_>, crate::ProofError> {
+        Ok(crate::SnapRequest {
+            registered_proof: crate::snap::update_proof_from_wire(self.registered_proof)?,
+            vanilla_proofs: &self.vanilla_proofs,
+            comm_r_old: &self.comm_r_old,
+            comm_r_new: &self.comm_r_new,
+            comm_d_new: &self.comm_d_new,
+        })
+    }
+}
+
 /// The PoSt and SnapDeals fixtures of one sector size.
 #[derive(Clone, Debug)]
 pub struct KindFixtures {

@@ -10,7 +10,7 @@
 //!   its labels' and tree D paths' SHA-256 computed natively, allocations equal to the gadgets';
 //! - [`vanilla_shape`]: the shape a C1 output's vanilla proofs must have for their proof type,
 //!   checked by [`PoRepJob::new`] before any circuit is built;
-//! - [`shape_marker`]: the mark of a shape-only input, which the daemon refuses at plan;
+//! - [`shape_marker`]: the mark of a shape-only input, which the daemon refuses;
 //! - `shape_c1` (feature `testing`): shape-only C1 outputs (any sector size, 32 and 64 GiB included): a real
 //!   one's exact structure, random contents; shape-only: cannot verify (benches only);
 //! - `shape_kinds` (feature `testing`): shape-only WinningPoSt and WindowPoSt inputs of the

@@ -40,6 +40,7 @@ use storage_proofs_core::sector::SectorId;
 use storage_proofs_post::fallback::{self, FallbackPoSt, FallbackPoStCompound, PublicSector};
 
 use crate::error::ProofError;
+use crate::shape_marker::{check_tag, Input};
 use crate::job::{check_partition, finish_verified, synthesize_partition, FinishTimings, ProofJob, SynthesisTimings};
 use crate::synthesis::SynthesisPath;
 use crate::vanilla_shape::{hex_le, is_field_element};
@@ -284,27 +285,6 @@ fn check_sector_shape<Tree: MerkleTreeTrait>(
         return Err(bad(format!("{who}: {f} is not a BLS12-381 scalar")));
     }
     Ok(())
-}
-
-/// Which inputs a job is built from: real ones (the daemon's), or shape-only ones (benches).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Input {
-    Real,
-    #[cfg_attr(not(any(test, feature = "testing")), allow(dead_code))]
-    ShapeOnly,
-}
-
-/// The refusal of a vanilla proof whose `comm_c` says the input is not of `input`'s kind.
-pub(crate) fn check_tag(input: Input, who: &str, comm_c: &[u8]) -> Result<(), ProofError> {
-    let tagged = comm_c == crate::shape_marker::SHAPE_ONLY_TAG;
-    match (input, tagged) {
-        (Input::Real, true) => Err(ProofError::ShapeOnly { what: who.to_string() }),
-        (Input::ShapeOnly, false) => Err(bad(format!(
-            "{who}: not a shape-only input (its comm_c is not the shape-only tag); the bench-only \
-             constructor takes only those"
-        ))),
-        _ => Ok(()),
-    }
 }
 
 /// A partition's vanilla proof from the sector proofs, as filecoin-proofs'

@@ -249,13 +249,7 @@ fn shaped_snap<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
 
 /// The bench-only job of a shape-only SnapDeals input (its vanilla proofs tagged; no verifier).
 pub fn shape_only_snap_job(input: &KindInput) -> Result<crate::SnapJob, crate::ProofError> {
-    crate::SnapJob::new_shape_only(&crate::SnapRequest {
-        registered_proof: crate::snap::update_proof_from_wire(input.registered_proof)?,
-        vanilla_proofs: &input.vanilla_proofs,
-        comm_r_old: &input.comm_r_old,
-        comm_r_new: &input.comm_r_new,
-        comm_d_new: &input.comm_d_new,
-    })
+    crate::SnapJob::new_shape_only(&input.snap_request()?)
 }
 
 /// The JSON of a shape-only kind input: the [`KindInput`] JSON with the shape-only field
@@ -271,12 +265,5 @@ pub fn shape_only_kind_json(input: &KindInput, seed: u64) -> Result<Vec<u8>> {
 
 /// The bench-only job of a shape-only PoSt input (its vanilla proofs tagged; no verifier).
 pub fn shape_only_post_job(input: &KindInput) -> Result<crate::PoStJob, crate::ProofError> {
-    let proof = crate::post::post_proof_from_wire(input.registered_proof)?;
-    crate::PoStJob::new_shape_only(&crate::PoStRequest {
-        registered_proof: proof,
-        randomness: &input.randomness,
-        prover_id: crate::prover_id_from_miner(input.miner_id),
-        partition_index: input.partition_index as usize,
-        vanilla_proofs: &input.vanilla_proofs,
-    })
+    crate::PoStJob::new_shape_only(&input.post_request()?)
 }

@@ -1,11 +1,14 @@
 //! The mark of a shape-only input (random contents with a real input's exact structure, made
-//! by `cuzk-bench gen-fixture --shape-only` for benches): the daemon refuses every one at
-//! plan, with a message saying "shape-only: cannot verify", before any circuit is built.
+//! by `cuzk-bench gen-fixture --shape-only` for benches): the daemon refuses every one with a
+//! message saying "shape-only: cannot verify" before any circuit is built (a C1 at plan, a
+//! PoSt or SnapDeals input when its job is built, before filecoin-proofs' verifier).
 //!
 //! - A shape-only C1 output (PoRep) is JSON with the [`SHAPE_ONLY_FIELD`] field first.
 //! - A shape-only PoSt or SnapDeals input travels as the request's binary vanilla proofs,
 //!   which carry no JSON: every `comm_c` in them is [`SHAPE_ONLY_TAG`]. A real vanilla proof
 //!   holds that value with probability about 2^-254, and its `comm_r` check would fail anyway.
+
+use crate::error::ProofError;
 
 /// The top-level JSON field that marks a shape-only C1 output or kind input.
 pub const SHAPE_ONLY_FIELD: &str = "cuzk_shape_only";
@@ -25,6 +28,27 @@ pub const SHAPE_ONLY_TAG: [u8; 32] = {
     }
     tag
 };
+
+/// Which inputs a job is built from: real ones (the daemon's), or shape-only ones (benches).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Input {
+    Real,
+    #[cfg_attr(not(any(test, feature = "testing")), allow(dead_code))]
+    ShapeOnly,
+}
+
+/// The refusal of a vanilla proof whose `comm_c` says the input is not of `input`'s kind.
+pub(crate) fn check_tag(input: Input, who: &str, comm_c: &[u8]) -> Result<(), ProofError> {
+    let tagged = comm_c == SHAPE_ONLY_TAG;
+    match (input, tagged) {
+        (Input::Real, true) => Err(ProofError::ShapeOnly { what: who.to_string() }),
+        (Input::ShapeOnly, false) => Err(ProofError::BadInput(format!(
+            "{who}: not a shape-only input (its comm_c is not the shape-only tag); the bench-only \
+             constructor takes only those"
+        ))),
+        _ => Ok(()),
+    }
+}
 
 /// `value`'s JSON (an object) with the [`SHAPE_ONLY_FIELD`] field first: `{note, seed}`, the
 /// note starting with [`SHAPE_ONLY_NOTE`] (the caller's text follows it).

@@ -29,7 +29,8 @@ use storage_proofs_update::{
 
 use crate::error::ProofError;
 use crate::job::{check_partition, finish_verified, synthesize_partition, FinishTimings, ProofJob, SynthesisTimings};
-use crate::post::{bincode_exact, check_path_shape, check_tag, Input};
+use crate::post::{bincode_exact, check_path_shape};
+use crate::shape_marker::{check_tag, Input};
 use crate::synthesis::SynthesisPath;
 use crate::vanilla_shape::{hex_le, is_field_element};
 

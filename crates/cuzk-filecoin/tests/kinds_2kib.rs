@@ -8,7 +8,7 @@ use cuzk_filecoin::fixture::{kind_fixtures_2kib, KindFixtures, KindInput};
 use cuzk_filecoin::params::{post_params_path, update_params_path};
 use cuzk_filecoin::post::post_proof_from_wire;
 use cuzk_filecoin::snap::update_proof_from_wire;
-use cuzk_filecoin::{prove_job, prover_id_from_miner, Blinding, PoStJob, PoStRequest, ProofError, SnapJob, SnapRequest};
+use cuzk_filecoin::{prove_job, prover_id_from_miner, Blinding, PoStJob, ProofError, SnapJob};
 use cuzk_groth16::{CpuBackend, Srs};
 use filecoin_proofs::SectorShape2KiB;
 use filecoin_proofs_api::{PublicReplicaInfo, SectorId};
@@ -18,23 +18,11 @@ fn fixtures() -> &'static KindFixtures {
 }
 
 fn post_job(i: &KindInput) -> Result<PoStJob, ProofError> {
-    PoStJob::new(&PoStRequest {
-        registered_proof: post_proof_from_wire(i.registered_proof)?,
-        randomness: &i.randomness,
-        prover_id: prover_id_from_miner(i.miner_id),
-        partition_index: i.partition_index as usize,
-        vanilla_proofs: &i.vanilla_proofs,
-    })
+    PoStJob::new(&i.post_request()?)
 }
 
 fn snap_job(i: &KindInput) -> Result<SnapJob, ProofError> {
-    SnapJob::new(&SnapRequest {
-        registered_proof: update_proof_from_wire(i.registered_proof)?,
-        vanilla_proofs: &i.vanilla_proofs,
-        comm_r_old: &i.comm_r_old,
-        comm_r_new: &i.comm_r_new,
-        comm_d_new: &i.comm_d_new,
-    })
+    SnapJob::new(&i.snap_request()?)
 }
 
 fn srs_of(path: Result<std::path::PathBuf, cuzk_filecoin::params::ParamDirError>) -> Srs {

@@ -15,7 +15,7 @@ use cuzk_filecoin::shape_marker::{is_shape_only, SHAPE_ONLY_NOTE, SHAPE_ONLY_TAG
 use cuzk_filecoin::snap::update_proof_from_wire;
 use cuzk_filecoin::synthesis::SynthesisPath;
 use cuzk_filecoin::{
-    prover_id_from_miner, PoStJob, PoStRequest, ProofError, ProofJob, SnapJob, SnapRequest,
+    PoStJob, PoStRequest, ProofError, ProofJob, SnapJob, SnapRequest,
 };
 use cuzk_groth16::PartitionWitness;
 use filecoin_proofs::PoStType;
@@ -25,13 +25,7 @@ fn fixtures() -> &'static KindFixtures {
 }
 
 fn request(i: &KindInput) -> PoStRequest<'_> {
-    PoStRequest {
-        registered_proof: post_proof_from_wire(i.registered_proof).unwrap(),
-        randomness: &i.randomness,
-        prover_id: prover_id_from_miner(i.miner_id),
-        partition_index: i.partition_index as usize,
-        vanilla_proofs: &i.vanilla_proofs,
-    }
+    i.post_request().unwrap()
 }
 
 fn counts(w: &PartitionWitness) -> (usize, usize, usize) {
@@ -210,13 +204,7 @@ fn shape_only_post_at_every_size_has_the_structure_of_its_public_parameters() {
 }
 
 fn snap_request(i: &KindInput) -> SnapRequest<'_> {
-    SnapRequest {
-        registered_proof: update_proof_from_wire(i.registered_proof).unwrap(),
-        vanilla_proofs: &i.vanilla_proofs,
-        comm_r_old: &i.comm_r_old,
-        comm_r_new: &i.comm_r_new,
-        comm_d_new: &i.comm_d_new,
-    }
+    i.snap_request().unwrap()
 }
 
 #[test]
