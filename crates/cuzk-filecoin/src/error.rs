@@ -2,6 +2,9 @@
 
 use cuzk_groth16::ProveError;
 
+/// What every message about a shape-only input says ([`crate::shape_marker`]).
+pub const SHAPE_ONLY_NOTE: &str = "shape-only: cannot verify";
+
 #[derive(Debug, thiserror::Error)]
 pub enum ProofError {
     /// The request's input is wrong; the message names the field and what was expected.
@@ -12,7 +15,7 @@ pub enum ProofError {
     #[error(
         "{what} is a shape-only input ({note}): random contents made by `cuzk-bench \
          gen-fixture --shape-only` for benches; the daemon proves only real inputs",
-        note = crate::shape_marker::SHAPE_ONLY_NOTE
+        note = SHAPE_ONLY_NOTE
     )]
     ShapeOnly { what: String },
     #[error("building the circuit of partition {partition} failed: {reason}")]

@@ -12,8 +12,8 @@ use crate::error::ProofError;
 
 /// The top-level JSON field that marks a shape-only C1 output or kind input.
 pub const SHAPE_ONLY_FIELD: &str = "cuzk_shape_only";
-/// What every message about a shape-only input says.
-pub const SHAPE_ONLY_NOTE: &str = "shape-only: cannot verify";
+/// What every message about a shape-only input says (defined beside the error that says it).
+pub use crate::error::SHAPE_ONLY_NOTE;
 
 /// The `comm_c` of every vanilla proof in a shape-only PoSt or SnapDeals input: the ASCII
 /// bytes of "cuzk shape-only: cannot verify" followed by zeros (a canonical BLS12-381 scalar
