@@ -30,6 +30,7 @@
 #              proof: its "cold start" line), prove() per partition, steady state per proof, peak host RSS of the
 #              whole run (/usr/bin/time). cuzkd refuses shape-only inputs; engine-bench runs
 #              the daemon's engine in its process.
+#              The parameters' host copy counts against the host budget.
 #   supraseal  cuzk-peers --shape-c1: the C1's first DEVICE_SUPRA_PARTITIONS (2) partitions,
 #              cuzk on the GPU (the reference at this size) and supraseal-c2-bench proving
 #              them in one call, 5 timed calls each, same witnesses, r, s and file; the host
@@ -113,7 +114,7 @@ part_cuzk() {
     --params-file "$P" --deferred --proofs "${DEVICE_PROOFS:-3}" > "$OUT/cuzk-engine.txt" 2>&1
   local rc=$?
   echo "process started at $t0 (date +%s.%N); ended $(date +%s.%N)" >> "$OUT/cuzk-engine.txt"
-  grep -E "parameters read|proof 0 |cold start|steady state|peak host RSS|Maximum resident|GPU busy|prove\(\) stages" "$OUT/cuzk-engine.txt"
+  grep -E "parameters read|host memory budget|proof 0 |cold start|steady state|peak host RSS|Maximum resident|GPU busy|prove\(\) stages" "$OUT/cuzk-engine.txt"
   return $rc
 }
 

@@ -52,7 +52,9 @@ pub struct EngineBenchArgs {
     /// throughput of two GPUs against one, in the same run).
     #[arg(long, value_delimiter = ',', default_value = "1")]
     pub devices: Vec<usize>,
-    /// Host memory budget in GiB [default: the engine's, 3/4 of the machine's memory].
+    /// Host memory budget in GiB [default: the engine's, 3/4 of the machine's memory]. It
+    /// covers the parameters as the daemon's does: those the bench holds (until their host
+    /// copy is released) are taken off it, and partitions get the rest.
     #[arg(long)]
     pub memory_budget_gib: Option<u64>,
     #[arg(long, default_value_t = 1)]
@@ -101,7 +103,9 @@ pub struct EngineBenchArgs {
     /// circuit's exact shape under its real name) instead of made in memory: the load is
     /// timed, and the cold start is the process's start to the first proof. A file of
     /// another shape is refused, naming both.
-    #[arg(long, conflicts_with = "host_release_dir")]
+    /// With --host-release-dir the points read are spilled there, as the daemon's engine
+    /// spills parameters it loads.
+    #[arg(long)]
     pub params_file: Option<PathBuf>,
     /// Deferred evaluation, as cuzkd runs it on GPUs: synthesis keeps the assignment only
     /// and the backend evaluates a, b and c from the compiled circuit (on the device for a
@@ -110,6 +114,28 @@ pub struct EngineBenchArgs {
     /// (`SynthesisPath::CompiledDeferredUnchecked`).
     #[arg(long)]
     pub deferred: bool,
+}
+
+/// The engine's budget for partitions: the whole budget `total` less the `held` bytes of
+/// parameters the bench holds outside the engine; an error when not even one partition of
+/// `footprint` bytes fits beside them.
+fn partition_budget(total: u64, held: u64, footprint: u64) -> Result<u64> {
+    let left = total.saturating_sub(held);
+    if left < footprint {
+        bail!(
+            "host memory budget {:.1} GiB: the parameters take {:.1} GiB of it, which leaves {:.1} GiB, less than one \
+             partition's {:.1} GiB (raise --memory-budget-gib, or release the host copy with --host-release-dir)",
+            gib(total),
+            gib(held),
+            gib(left),
+            gib(footprint)
+        );
+    }
+    Ok(left)
+}
+
+fn gib(bytes: u64) -> f64 {
+    bytes as f64 / (1u64 << 30) as f64
 }
 
 /// One span of the timeline, from the bench's start.
@@ -332,13 +358,23 @@ fn load_shape(
                 bail!("{}: parameters of shape {on_disk:?}, the circuit needs {shape:?}", file.display());
             }
             let t = Instant::now();
-            let srs = cuzk_groth16::Srs::load(file)?;
+            let mut srs = cuzk_groth16::Srs::load(file)?;
             println!(
                 "  parameters read from {} in {:.1} s ({:.1} GB; shape-only inputs: random parameters, nothing verifies)",
                 file.display(),
                 t.elapsed().as_secs_f64(),
                 shape.point_bytes() as f64 / 1e9
             );
+            if let Some(dir) = spill {
+                let t = Instant::now();
+                let bytes = srs.spill_to(dir)?;
+                println!(
+                    "  parameters spilled to {} in {:.1} s ({:.1} GiB); their host copy goes once the device holds them",
+                    dir.display(),
+                    t.elapsed().as_secs_f64(),
+                    gib(bytes as u64)
+                );
+            }
             srs
         }
         None => crate::shape_bench::make_random_srs(&shape, seed, params_on, backend, spill)?,
@@ -436,15 +472,22 @@ pub fn run(args: &EngineBenchArgs) -> Result<()> {
         let mut config = EngineConfig::new(&state);
         config.synthesis_workers = workers.max(1);
         config.gpu_workers_per_device = args.gpu_workers;
-        if let Some(g) = args.memory_budget_gib {
-            config.host_memory_budget_bytes = g << 30;
-        }
+        let total = args.memory_budget_gib.map_or(config.host_memory_budget_bytes, |g| g << 30);
+        // The bench holds its parameters itself, outside the engine's residency, so the
+        // engine cannot count them as it counts the daemon's: what they take is taken off
+        // its budget here (a 32 GiB run once let synthesis fill 94 GiB beside a 47 GB host
+        // copy and was killed out of memory: bench/runs/2026-12-06-h200-compare-first).
+        let held: u64 = shapes.iter().map(|s| s.srs.host_bytes() as u64).sum();
+        config.host_memory_budget_bytes = partition_budget(total, held, footprint)?;
         config.max_spool_bytes = (raw.len() as u64 + (1 << 20)) * (args.proofs as u64 + 1);
         println!(
-            "--- {ndev} device(s), {workers} synthesis worker(s): host memory budget {:.1} GiB, each partition reserves {:.1} GiB (the \
-             engine's formula), so at most {} partitions in memory at once",
-            config.host_memory_budget_bytes as f64 / (1u64 << 30) as f64,
-            footprint as f64 / (1u64 << 30) as f64,
+            "--- {ndev} device(s), {workers} synthesis worker(s): host memory budget {:.1} GiB less {:.1} GiB of parameters the bench \
+             holds = {:.1} GiB for partitions; each partition reserves {:.1} GiB (the engine's formula), so at most {} partitions \
+             in memory at once",
+            gib(total),
+            gib(held),
+            gib(config.host_memory_budget_bytes),
+            gib(footprint),
             config.host_memory_budget_bytes / footprint.max(1)
         );
         let h_gpu = (ndev == 1 && args.gpu_workers == 1).then(|| gpus.first().cloned()).flatten();
@@ -894,4 +937,20 @@ fn print_report(
         println!("=== engine-bench, {ndev} device(s), {workers} synthesis worker(s): one proof in {:.1} s ===", secs(*at));
     }
     (steady, done.iter().map(|d| d.1).max())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::partition_budget;
+
+    /// The parameters the bench holds leave the rest of the budget to partitions, and a
+    /// budget they fill is refused with the sizes named.
+    #[test]
+    fn held_parameters_come_off_the_budget() {
+        const G: u64 = 1 << 30;
+        assert_eq!(partition_budget(94 * G, 44 * G, 4 * G).unwrap(), 50 * G);
+        assert_eq!(partition_budget(16 * G, 0, 4 * G).unwrap(), 16 * G);
+        let e = partition_budget(46 * G, 44 * G, 4 * G).unwrap_err().to_string();
+        assert!(e.contains("46.0 GiB") && e.contains("44.0 GiB") && e.contains("2.0 GiB") && e.contains("4.0 GiB"), "{e}");
+    }
 }
