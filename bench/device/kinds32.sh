@@ -1,6 +1,7 @@
 #!/bin/bash
-# Issue #37's kinds at 32 GiB on the lent GPU machine's 16 cores (synthesis only; no GPU is
-# used yet), from the release binary built here and carried gzipped in device-carry/:
+# Issue #37's kinds at 32 GiB on the lent GPU machine: their synthesis on its 16 cores, then
+# their proofs through the engine on the GPU, from the release binary built here and carried
+# gzipped in device-carry/:
 #
 #   device run: bash bench/device/kinds32.sh        carry: ["device-carry"]
 #
@@ -12,10 +13,19 @@
 #    DEVICE_ROUNDS (3) rounds alternating, witnesses compared; the reference path once
 #    (DEVICE_SKIP_REFERENCE=1 leaves it out); peak RSS of each process (/usr/bin/time).
 #    DEVICE_DEFERRED=1 times the assignment-only path (what cuzkd runs on the GPU backend).
+# 3. The engine (`engine-bench --input`, deferred evaluation as cuzkd runs on GPUs, random
+#    parameters of each kind's exact shape made on the GPU; shape-only: nothing verifies),
+#    the parts in DEVICE_ENGINE ("window snap urgent"; empty: none):
+#      window  DEVICE_PROOFS (5) WindowPoSt partitions one after another's submission:
+#              request to proof of each (goal <= 4 s, parameters resident);
+#      snap    DEVICE_PROOFS (5) SnapDeals proofs (16 partitions each) at once on
+#              DEVICE_SYNTH_WORKERS (4) synthesis threads: steady state per proof (goal <= 20 s);
+#      urgent  SnapDeals proofs with the 32 GiB WinningPoSt as CRITICAL jobs submitted while
+#              they run (DEVICE_URGENT, 4; half with the urgent lane, half without): request to
+#              proof against its time alone (goal <= 1 s).
 # The 32 GiB WindowPoSt recording peaks above 24 GB (killed at 24.3 GB on the 23 GB build
-# machine): this is where its 2-core row cannot be taken. The engine's rows for the kinds
-# (request to proof, residency, a WinningPoSt beside a PoRep load) come with engine-bench's
-# kind inputs (issue #37, step 3). Logs go to $OUT: gen.txt, synth-32gib-KIND.txt.
+# machine): this is where its 2-core row cannot be taken. Logs go to $OUT: gen.txt,
+# synth-32gib-KIND.txt, engine-32gib-PART.txt.
 # shellcheck source=bench/device/lib.sh
 . "$(dirname "$0")/lib.sh"
 unpack cuzk-bench || exit 2
@@ -32,5 +42,21 @@ for kind in ${DEVICE_KINDS:-winning window snap}; do
   /usr/bin/time -v "$BIN/cuzk-bench" synth-bench --input "$f" "${args[@]}" > "$OUT/synth-32gib-$kind.txt" 2>&1 || status=1
   grep -E "^synth-bench|recording|witness:|reference|median|peak RSS|Maximum resident|Elapsed|error" "$OUT/synth-32gib-$kind.txt"
   echo "[$(elapsed) s] $kind done"
+done
+export CUZK_REQUIRE_GPU=1 RUST_LOG=${RUST_LOG:-warn,cuzk_gpu::eval=info}
+K=/tmp/k32/kinds
+n=${DEVICE_PROOFS:-5}
+for part in ${DEVICE_ENGINE-window snap urgent}; do
+  case $part in
+    window) eargs=(--input "$K/window.shape-only.json" --proofs "$n") ;;
+    snap) eargs=(--input "$K/snap.shape-only.json" --proofs "$n" --synthesis-workers "${DEVICE_SYNTH_WORKERS:-4}") ;;
+    urgent) eargs=(--input "$K/snap.shape-only.json" --proofs "$n" --synthesis-workers "${DEVICE_SYNTH_WORKERS:-4}"
+      --urgent-input "$K/winning.shape-only.json" --urgent "${DEVICE_URGENT:-4}" --urgent-every 10) ;;
+    *) echo "kinds32.sh: unknown engine part $part (window snap urgent)" >&2; status=1; continue ;;
+  esac
+  /usr/bin/time -v "$BIN/cuzk-bench" engine-bench "${eargs[@]}" --deferred > "$OUT/engine-32gib-$part.txt" 2>&1 || status=1
+  grep -E "compiled circuit recorded|host memory budget|proof [0-9]+ |steady state|GPU busy|urgent|alone|peak host RSS|peak VRAM|Maximum resident|error" \
+    "$OUT/engine-32gib-$part.txt" | head -40
+  echo "[$(elapsed) s] engine $part done"
 done
 exit $status

@@ -1,10 +1,11 @@
-//! `cuzk-bench engine-bench`: N PoRep proofs of one shape-only C1 output through cuzk's
-//! engine (its queue, memory budget, synthesis threads and device workers), never the daemon.
+//! `cuzk-bench engine-bench`: N proofs of one shape-only input through cuzk's engine (its
+//! queue, memory budget, synthesis threads and device workers), never the daemon. The input
+//! is a PoRep C1 output (cuzk_filecoin::shape_c1) or a WinningPoSt, WindowPoSt or SnapDeals
+//! kind input (cuzk_filecoin::shape_kinds), as `gen-fixture --shape-only` writes them.
 //!
-//! Its runner is the engine's PoRep flow with two bench-only differences, because a
-//! shape-only input (cuzk_filecoin::shape_c1) can never satisfy its circuit or verify:
-//! partitions are synthesized with `PoRepJob::synthesize_unchecked`, and the proofs are
-//! not verified. The parameters are random with the exact section sizes of the circuit
+//! Its runner is the engine's flow for that kind with two bench-only differences, because a
+//! shape-only input can never satisfy its circuit or verify: partitions are synthesized
+//! with `ProofJob::synthesize_unchecked`, and the proofs are not verified. The parameters are random with the exact section sizes of the circuit
 //! (cuzk_groth16::shape::random_srs_with, made on GPU 0 or the host), held by the runner rather than the engine's residency.
 //! Everything else (compiled synthesis, `cuzk_groth16::prove` on the device, the engine's
 //! scheduling) is the production code. The output says all of this.
@@ -22,13 +23,14 @@ use cuzk_engine::{
     PreparedJob, ProofKind, ProofOutput, ProofRunner, ProveContext, RunError, SrsRef,
 };
 use cuzk_filecoin::synthesis::SynthesisPath;
-use cuzk_filecoin::{parse_c1, partition_footprint, PoRepJob};
+use cuzk_filecoin::{partition_footprint, ProofJob};
 use cuzk_groth16::Srs;
 
 #[derive(clap::Args)]
 pub struct EngineBenchArgs {
-    /// A shape-only C1 output (`cuzk-bench gen-fixture --sector-size 32GiB --shape-only`).
-    #[arg(long)]
+    /// A shape-only input (`cuzk-bench gen-fixture --sector-size 32GiB --shape-only`): its
+    /// C1 output (PoRep) or one of its kind inputs, `kinds/{winning,window,snap}.shape-only.json`.
+    #[arg(long, alias = "input")]
     pub c1: PathBuf,
     /// Proofs submitted at once.
     #[arg(long, default_value_t = 3)]
@@ -61,7 +63,9 @@ pub struct EngineBenchArgs {
     pub seed: u64,
     /// A second shape-only C1 output (e.g. 2 KiB) proved as CRITICAL jobs while the main
     /// proofs run: the latency of an urgent proof behind bulk work.
-    #[arg(long)]
+    /// Any shape-only input as --c1 takes, e.g. the 32 GiB WinningPoSt beside PoRep or
+    /// SnapDeals proofs; it must differ from --c1 in kind or sector size.
+    #[arg(long, alias = "urgent-input")]
     pub urgent_c1: Option<PathBuf>,
     /// How many urgent jobs, submitted one at a time while the main proofs run.
     #[arg(long, default_value_t = 4)]
@@ -189,9 +193,10 @@ struct ShapeRunner {
     path: SynthesisPath,
 }
 
-/// One shape-only C1 output the bench proves, found by its sector size.
+/// One shape-only input the bench proves, found by its kind and sector size.
 #[derive(Clone)]
 struct Shape {
+    kind: ProofKind,
     sector_size: u64,
     srs: Arc<Srs>,
     partitions: usize,
@@ -202,15 +207,17 @@ impl ShapeRunner {
     fn shape(&self, request: &JobRequest) -> Result<&Shape, RunError> {
         self.shapes
             .iter()
-            .find(|s| s.sector_size == request.sector_size)
-            .ok_or_else(|| RunError::BadRequest(format!("engine-bench has no shape of sector size {}", request.sector_size).into()))
+            .find(|s| s.kind == request.kind && s.sector_size == request.sector_size)
+            .ok_or_else(|| {
+                RunError::BadRequest(format!("engine-bench has no {:?} shape of sector size {}", request.kind, request.sector_size).into())
+            })
     }
 }
 
 /// One job of it: the checked input, and where its spans go.
 struct ShapeJob {
     index: usize,
-    job: PoRepJob,
+    job: Box<dyn ProofJob>,
     srs: Arc<Srs>,
     timeline: Arc<Timeline>,
     path: SynthesisPath,
@@ -232,9 +239,10 @@ impl ProofRunner for ShapeRunner {
 
     fn prepare(&self, request: &JobRequest, _: &JobPlan, cancel: &CancelToken) -> Result<Box<dyn PreparedJob>, RunError> {
         cancel.check()?;
-        let input = parse_c1(&request.vanilla_proof).map_err(|e| RunError::BadRequest(e.to_string().into()))?;
-        let job = PoRepJob::new(&input).map_err(run_error)?;
-        let srs = self.shape(request)?.srs.clone();
+        let shape = self.shape(request)?;
+        // The input is parsed and checked here, as the daemon's runner does it.
+        let job = crate::shape_input::shape_only_job(shape.kind, &request.vanilla_proof).map_err(|e| RunError::BadRequest(format!("{e:#}").into()))?;
+        let srs = shape.srs.clone();
         Ok(Box::new(ShapeJob { index: job_index(request), job, srs, timeline: self.timeline.clone(), path: self.path }))
     }
 
@@ -325,8 +333,8 @@ fn vm_rss_gib() -> f64 {
     status_gib("VmRSS:")
 }
 
-/// A shape-only C1 output read, its compiled circuit recorded, and random parameters of its
-/// shape made.
+/// A shape-only input read, its compiled circuit recorded, and random parameters of its
+/// shape made (or read from `params_file`).
 fn load_shape(
     path: &std::path::Path,
     seed: u64,
@@ -337,20 +345,25 @@ fn load_shape(
     params_file: Option<&std::path::Path>,
 ) -> Result<(Vec<u8>, Shape, cuzk_groth16::SrsShape)> {
     let raw = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
-    if !cuzk_filecoin::shape_c1::is_shape_only(&raw) {
+    if !cuzk_filecoin::shape_marker::is_shape_only(&raw) {
         bail!(
-            "{}: engine-bench takes shape-only C1 outputs (gen-fixture --shape-only); real inputs go through \
+            "{}: engine-bench takes shape-only inputs (gen-fixture --shape-only); real inputs go through \
              cuzkd (cuzk-bench batch), where every proof is verified",
             path.display()
         );
     }
-    let input = parse_c1(&raw)?;
-    let job = PoRepJob::new(&input)?;
+    let kind = crate::shape_input::input_kind(&raw).with_context(|| path.display().to_string())?;
+    let job = crate::shape_input::shape_only_job(kind, &raw).with_context(|| path.display().to_string())?;
     // The compiled circuit is recorded once per proof type and process, as the daemon does
     // on its first proof of a type; its witness gives the parameters' shape.
     let t = Instant::now();
-    let shape = cuzk_filecoin::shape_c1::srs_shape(&job)?;
-    println!("  {:?}: compiled circuit recorded in {:.1} s (before the run)", input.registered_proof(), t.elapsed().as_secs_f64());
+    let shape = cuzk_filecoin::shape_c1::srs_shape(job.as_ref())?;
+    println!(
+        "  {kind:?} ({}, {} partition(s)): compiled circuit recorded in {:.1} s (before the run); parameter shape {shape:?}",
+        job.circuit_key(),
+        job.partitions(),
+        t.elapsed().as_secs_f64()
+    );
     let srs = match params_file {
         Some(file) => {
             let on_disk = cuzk_groth16::Srs::shape(file)?;
@@ -381,7 +394,8 @@ fn load_shape(
     };
     let srs = Arc::new(srs);
     let entry = Shape {
-        sector_size: u64::from(input.registered_proof().sector_size()),
+        kind,
+        sector_size: crate::shape_input::sector_size_of(kind, &raw)?,
         srs,
         partitions: job.partitions(),
         footprint: partition_footprint(&shape, deferred),
@@ -421,8 +435,8 @@ pub fn run(args: &EngineBenchArgs) -> Result<()> {
     let urgent = match &args.urgent_c1 {
         Some(path) if args.urgent > 0 => {
             let (raw, entry, _) = load_shape(path, args.seed + 1, spill, args.params_on, args.backend, args.deferred, None)?;
-            if entry.sector_size == main.sector_size {
-                bail!("--urgent-c1 must be of another sector size than --c1");
+            if (entry.kind, entry.sector_size) == (main.kind, main.sector_size) {
+                bail!("--urgent-c1 must differ from --c1 in kind or sector size");
             }
             shapes.push(entry.clone());
             Some((raw, entry))
@@ -525,7 +539,7 @@ pub fn run(args: &EngineBenchArgs) -> Result<()> {
                 request_id: format!("engine-bench-{}-{ndev}-{workers}-{i}", std::process::id()),
                 vanilla_proof: raw.clone(),
                 sector_size: main.sector_size,
-                ..JobRequest::new(ProofKind::PoRepSealCommit)
+                ..JobRequest::new(main.kind)
             };
             ids.push(engine.submit(request)?.job_id);
         }
@@ -782,7 +796,7 @@ async fn urgent_job_async(engine: &Engine, id: &str, raw: &[u8], shape: &Shape) 
         vanilla_proof: raw.to_vec(),
         sector_size: shape.sector_size,
         priority: Some(cuzk_engine::Priority::Critical),
-        ..JobRequest::new(ProofKind::PoRepSealCommit)
+        ..JobRequest::new(shape.kind)
     };
     let job = engine.submit(request)?.job_id;
     let cuzk_engine::AwaitOutcome::Done(r) = engine.await_job(&job, None).await? else { bail!("urgent job {id} did not finish") };

@@ -11,6 +11,7 @@ mod setup_bench;
 mod engine_bench;
 mod shape_bench;
 mod shape_params;
+mod shape_input;
 mod synth_deferred;
 mod synth_kinds;
 

@@ -1,4 +1,5 @@
-//! `cuzk-bench shape-params`: random parameters of a shape-only C1 output's exact circuit,
+//! `cuzk-bench shape-params`: random parameters of a shape-only input's exact circuit (a C1
+//! output, or a WinningPoSt, WindowPoSt or SnapDeals kind input),
 //! written under the names filecoin-proofs gives the real ones (`.params`, `.vk`, `.meta`), for
 //! provers that read their parameters from disk: the comparison of issue #36, where cuzk,
 //! upstream cuzk and supraseal-c2 each load this one file. RANDOM PARAMETERS: nothing proved
@@ -7,12 +8,15 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
-use cuzk_filecoin::{parse_c1, PoRepJob};
+use cuzk_engine::ProofKind;
+use cuzk_filecoin::fixture::KindInput;
+use cuzk_filecoin::parse_c1;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// The shape-only C1 output (`gen-fixture --shape-only`) whose circuit fixes the shape.
-    #[arg(long)]
+    /// The shape-only input (`gen-fixture --shape-only`: its C1 output, or a kind input
+    /// `kinds/{winning,window,snap}.shape-only.json`) whose circuit fixes the shape.
+    #[arg(long, alias = "input")]
     pub c1: PathBuf,
     /// The directory the three files go to (made if missing).
     #[arg(long)]
@@ -27,18 +31,32 @@ pub struct Args {
 
 pub fn run(args: &Args) -> Result<()> {
     let raw = std::fs::read(&args.c1).with_context(|| format!("reading {}", args.c1.display()))?;
-    if !cuzk_filecoin::shape_c1::is_shape_only(&raw) {
-        bail!("{}: shape-params takes a shape-only C1 output (gen-fixture --shape-only): random parameters are for benches", args.c1.display());
+    if !cuzk_filecoin::shape_marker::is_shape_only(&raw) {
+        bail!(
+            "{}: shape-params takes a shape-only input (gen-fixture --shape-only: a C1 output or kinds/*.shape-only.json): \
+             random parameters are for benches",
+            args.c1.display()
+        );
     }
-    let input = parse_c1(&raw)?;
-    let proof = input.registered_proof();
-    let job = PoRepJob::new(&input)?;
+    let kind = crate::shape_input::input_kind(&raw)?;
+    let job = crate::shape_input::shape_only_job(kind, &raw)?;
+    let sector_size = crate::shape_input::sector_size_of(kind, &raw)?;
     let t = Instant::now();
-    let shape = cuzk_filecoin::shape_c1::srs_shape(&job)?;
-    println!("{proof:?}: the circuit's parameter shape {shape:?}, from its synthesis in {:.1} s", t.elapsed().as_secs_f64());
-
+    let shape = cuzk_filecoin::shape_c1::srs_shape(job.as_ref())?;
+    println!("{kind:?} ({}): the circuit's parameter shape {shape:?}, from its synthesis in {:.1} s", job.circuit_key(), t.elapsed().as_secs_f64());
     std::fs::create_dir_all(&args.out).with_context(|| format!("creating {}", args.out.display()))?;
-    let params = cuzk_filecoin::params::seal_params_path(&args.out, proof)?;
+    // Under the name filecoin-proofs gives the proof type's parameters.
+    let params = match kind {
+        ProofKind::PoRepSealCommit => cuzk_filecoin::params::seal_params_path(&args.out, parse_c1(&raw)?.registered_proof())?,
+        ProofKind::WinningPost | ProofKind::WindowPostPartition => {
+            let input: KindInput = serde_json::from_slice(&raw)?;
+            cuzk_filecoin::params::post_params_path(&args.out, cuzk_filecoin::post::post_proof_from_wire(input.registered_proof)?)?
+        }
+        ProofKind::SnapDealsUpdate => {
+            let input: KindInput = serde_json::from_slice(&raw)?;
+            cuzk_filecoin::params::update_params_path(&args.out, cuzk_filecoin::snap::update_proof_from_wire(input.registered_proof)?)?
+        }
+    };
     // A run cut short leaves its partial files (47 GB at 32 GiB): gone before this one.
     for stale in [params.with_extension("params.partial"), params.with_extension("partial")] {
         match std::fs::remove_file(&stale) {
@@ -64,7 +82,6 @@ pub fn run(args: &Args) -> Result<()> {
     srs.vk.write(&mut vk_bytes)?;
     write_whole(&vk, &vk_bytes)?;
     let meta = params.with_extension("meta");
-    let sector_size = u64::from(proof.sector_size());
     write_whole(&meta, format!("{{\"sector_size\":{sector_size}}}").as_bytes())?;
     let t = Instant::now();
     let tmp = params.with_extension("params.partial");

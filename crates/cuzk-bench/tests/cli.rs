@@ -182,7 +182,8 @@ fn batch_command_line_kinds_inputs_and_address() {
 }
 
 /// `engine-bench` on the CPU backend: a 2 KiB shape-only C1 through the engine, with the
-/// report's parts; a real C1 is refused (real inputs go through the daemon, verified).
+/// report's parts; a real C1 is refused (real inputs go through the daemon, verified); then
+/// each kind's shape-only input, and a WinningPoSt as the urgent job beside SnapDeals.
 #[test]
 fn engine_bench_runs_a_shape_only_job_through_the_engine_and_refuses_real_inputs() {
     let f = fixture();
@@ -225,7 +226,38 @@ fn engine_bench_runs_a_shape_only_job_through_the_engine_and_refuses_real_inputs
     assert!(!o.status.success() && stderr(&o).contains("0 devices cannot prove"), "{}", stderr(&o));
     let o = bench(&["engine-bench", "--c1", s(&f.c1_path()), "--backend", "cpu"]);
     assert!(!o.status.success());
-    assert!(stderr(&o).contains("takes shape-only C1 outputs"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("takes shape-only inputs"), "{}", stderr(&o));
+    // Every kind's shape-only input through the engine, its parameters' shape from its own
+    // circuit; then SnapDeals proofs with a WinningPoSt as the urgent job beside them.
+    // (SnapDeals proves in the second run only: a 2 KiB SnapDeals proof takes 30 s on the
+    // CPU backend of a 2-core machine.)
+    for (kind, name) in [("winning", "WinningPost"), ("window", "WindowPostPartition")] {
+        let input = dir.join(format!("kinds/{kind}.shape-only.json"));
+        let o = bench(&["engine-bench", "--input", s(&input), "--proofs", "1", "--backend", "cpu"]);
+        assert!(o.status.success(), "{kind}: {}", stderr(&o));
+        let stdout = String::from_utf8_lossy(&o.stdout);
+        for part in [&format!("{name} ("), "compiled circuit recorded", "G job 0 partition  0", "GiB of parameters the bench holds", "peak host RSS"] {
+            assert!(stdout.contains(part), "{kind}: no {part:?} in:\n{stdout}");
+        }
+    }
+    let (snap, winning) = (dir.join("kinds/snap.shape-only.json"), dir.join("kinds/winning.shape-only.json"));
+    let o = bench(&[
+        "engine-bench", "--input", s(&snap), "--urgent-input", s(&winning), "--urgent", "1", "--urgent-every", "0", "--proofs", "1",
+        "--backend", "cpu",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    for part in [
+        "SnapDealsUpdate (",
+        "WinningPost (",
+        "urgent job (1 partition(s)) alone on the idle engine",
+        "urgent CRITICAL jobs while the main proofs ran",
+    ] {
+        assert!(stdout.contains(part), "no {part:?} in:\n{stdout}");
+    }
+    // The same input twice has nothing urgent about it.
+    let o = bench(&["engine-bench", "--input", s(&snap), "--urgent-input", s(&snap), "--backend", "cpu"]);
+    assert!(!o.status.success() && stderr(&o).contains("must differ from --c1 in kind or sector size"), "{}", stderr(&o));
     std::fs::remove_dir_all(&dir).ok();
 }
 
@@ -251,7 +283,8 @@ fn setup_bench_equals_bellperson_on_the_window_post_circuit_and_shows_progress_i
 /// `shape-params` on the 2 KiB shape-only C1: random parameters of the circuit's exact shape
 /// under filecoin-proofs' names (.params, .vk, .meta), which bellperson reads back, whose key
 /// is the file's, and which engine-bench proves from (`--params-file`); a file of another
-/// circuit is refused naming both shapes, and a real C1 is refused.
+/// circuit is refused naming both shapes, and a real C1 is refused; a WinningPoSt kind
+/// input's parameters take the real WinningPoSt file's name and shape.
 #[test]
 fn shape_params_writes_the_real_names_and_engine_bench_proves_from_them() {
     let f = fixture();
@@ -292,6 +325,24 @@ fn shape_params_writes_the_real_names_and_engine_bench_proves_from_them() {
     let o = bench(&["engine-bench", "--c1", s(&c1), "--proofs", "1", "--backend", "cpu", "--params-file", s(&other)]);
     assert!(!o.status.success() && stderr(&o).contains("parameters of shape SrsShape") && stderr(&o).contains("the circuit needs SrsShape"), "{}", stderr(&o));
     let o = bench(&["shape-params", "--c1", s(&f.c1_path()), "--out", s(&out)]);
-    assert!(!o.status.success() && stderr(&o).contains("takes a shape-only C1 output"), "{}", stderr(&o));
+    assert!(!o.status.success() && stderr(&o).contains("takes a shape-only input"), "{}", stderr(&o));
+    // A kind input's parameters go under its proof type's name: the real WinningPoSt
+    // fixture's file name, of the same shape; engine-bench proves the WinningPoSt from them.
+    let winning = dir.join("kinds/winning.shape-only.json");
+    let kout = dir.join("kind-params");
+    let o = bench(&["shape-params", "--input", s(&winning), "--out", s(&kout), "--params-on", "host"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let written: Vec<std::path::PathBuf> = std::fs::read_dir(&kout)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "params"))
+        .collect();
+    assert_eq!(written.len(), 1, "{written:?}");
+    let real = f.param_dir().join(written[0].file_name().unwrap());
+    assert!(real.is_file() && real.to_string_lossy().contains("proof-of-spacetime"), "{} is no fixture's PoSt parameter file", real.display());
+    assert_eq!(cuzk_groth16::Srs::shape(&written[0]).unwrap(), cuzk_groth16::Srs::shape(&real).unwrap());
+    let o = bench(&["engine-bench", "--input", s(&winning), "--proofs", "1", "--backend", "cpu", "--params-file", s(&written[0])]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains(&format!("parameters read from {}", written[0].display())));
     std::fs::remove_dir_all(&dir).ok();
 }

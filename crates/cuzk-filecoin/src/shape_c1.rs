@@ -363,9 +363,10 @@ pub fn witness_mix(path: &std::path::Path) -> Result<cuzk_groth16::shape::Witnes
     Ok(cuzk_groth16::shape::WitnessMix::of(&w))
 }
 
-/// The parameter shape of a PoRep job's circuit: partition 0 synthesized on the compiled
-/// path without the satisfaction check (a shape-only input's partitions do not satisfy it).
-pub fn srs_shape(job: &crate::PoRepJob) -> Result<cuzk_groth16::SrsShape> {
+/// The parameter shape of a job's circuit (any kind): partition 0 synthesized on the
+/// compiled path without the satisfaction check (a shape-only input's partitions do not
+/// satisfy it).
+pub fn srs_shape(job: &dyn crate::ProofJob) -> Result<cuzk_groth16::SrsShape> {
     let (w, _, _) = job.synthesize_unchecked(0, crate::synthesis::SynthesisPath::CompiledUnchecked)?;
     Ok(cuzk_groth16::prover::required_shape(&w))
 }
