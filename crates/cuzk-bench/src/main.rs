@@ -9,6 +9,7 @@ mod msm_plan;
 mod progress;
 mod setup_bench;
 mod engine_bench;
+mod engine_report;
 mod shape_bench;
 mod shape_params;
 mod shape_input;
