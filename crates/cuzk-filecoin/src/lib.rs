@@ -8,6 +8,9 @@
 //!   once per proof type), or the reference path;
 //! - [`porep_circuit`] and [`native_sha`]: the PoRep circuit's witness-only synthesis with
 //!   its labels' and tree D paths' SHA-256 computed natively, allocations equal to the gadgets';
+//! - `snap_circuit`: storage-proofs-update's SnapDeals circuit with each challenge in a
+//!   namespace of its own, synthesized as parts in parallel, tree D's SHA-256 computed
+//!   natively in witness-only synthesis;
 //! - [`vanilla_shape`]: the shape a C1 output's vanilla proofs must have for their proof type,
 //!   checked by [`PoRepJob::new`] before any circuit is built;
 //! - [`shape_marker`]: the mark of a shape-only input, which the daemon refuses;
@@ -21,8 +24,9 @@
 //!
 //! Architecture invariant: circuits, public inputs, verification and the proof byte format
 //! come from filecoin-proofs and storage-proofs; the Groth16 proving is cuzk-groth16's.
-//! [`porep_circuit`] is a witness path for storage-proofs' PoRep circuit, not a circuit of
-//! its own: its recording equals storage-proofs' (checked by the tests).
+//! [`porep_circuit`] and `snap_circuit` are witness paths for storage-proofs' PoRep and
+//! storage-proofs-update's SnapDeals circuits, not circuits of their own: their recordings
+//! equal storage-proofs' (checked by the tests).
 
 pub mod c1;
 pub mod error;
@@ -45,6 +49,7 @@ pub mod shape_c1;
 pub mod shape_kinds;
 pub mod shape_marker;
 pub mod snap;
+mod snap_circuit;
 pub mod synthesis;
 pub mod vanilla_shape;
 

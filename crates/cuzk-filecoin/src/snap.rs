@@ -3,7 +3,9 @@
 //! `generate_empty_sector_update_proof_with_vanilla` builds it, proved through a
 //! [`Backend`](cuzk_groth16::Backend), written as it writes it (the partitions' Groth16
 //! proofs in order), and verified with `verify_empty_sector_update_proof` before it is
-//! returned.
+//! returned. Its compiled paths synthesize the partition through `crate::snap_circuit` (the
+//! same circuit, its challenges in parts in parallel, tree D's SHA-256 natively when
+//! witness-only); the reference path through storage-proofs-update's own.
 //!
 //! Input checks, before any circuit is built (a refusal names the field or partition and
 //! what was expected): the three commitments are 32 bytes and BLS12-381 scalars; one vanilla
@@ -28,9 +30,12 @@ use storage_proofs_update::{
 };
 
 use crate::error::ProofError;
-use crate::job::{check_partition, finish_verified, synthesize_partition, FinishTimings, ProofJob, SynthesisTimings};
+use crate::job::{
+    check_partition, circuit_error, finish_verified, synthesize_partition, FinishTimings, ProofJob, SynthesisTimings,
+};
 use crate::post::{bincode_exact, check_path_shape};
 use crate::shape_marker::{check_tag, Input};
+use crate::snap_circuit::SnapCircuit;
 use crate::synthesis::SynthesisPath;
 use crate::vanilla_shape::{hex_le, is_field_element};
 
@@ -336,6 +341,14 @@ fn diagnose<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
     bad(format!("{who}: a Merkle path or the replica encoding does not verify (tampered)"))
 }
 
+/// How many parts a partition's `challenges` are synthesized in (consecutive runs, each part
+/// after the whole prefix; `crate::snap_circuit`): 8 of about 11 challenges from 512 MiB up
+/// (86 challenges), 2 of 5 at 2 KiB and 8 MiB (10). Each part after the first costs the
+/// prefix's allocations again (5.9 M of 81 M aux at 32 GiB; its SHA-256 is not computed).
+fn snap_parts(challenges: usize) -> usize {
+    challenges.div_ceil(11).max(2)
+}
+
 impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> SnapShape for Shaped<Tree> {
     fn partitions(&self) -> usize {
         self.vanilla.len()
@@ -347,7 +360,7 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> SnapShape for Shaped
         key: &str,
         path: SynthesisPath,
     ) -> Result<(PartitionWitness, SynthesisTimings, Option<usize>), ProofError> {
-        let make = || {
+        let upstream = || {
             EmptySectorUpdateCompound::<Tree>::circuit(
                 &self.pub_inputs,
                 Default::default(),
@@ -356,7 +369,19 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> SnapShape for Shaped
                 Some(k),
             )
         };
-        synthesize_partition(key, path, k, make, None)
+        if path == SynthesisPath::Reference {
+            return synthesize_partition(key, path, k, upstream, None);
+        }
+        // storage-proofs-update's circuit with each challenge in a namespace of its own, its
+        // challenges in parts synthesized in parallel (crate::snap_circuit).
+        let parts = || -> Result<Vec<SnapCircuit<Tree>>, ProofError> {
+            let count = self.pub_params.vanilla_params.challenge_count;
+            SnapCircuit::parts(upstream().map_err(|e| circuit_error(k, e))?, snap_parts(count))
+                .map_err(|e| circuit_error(k, e))
+        };
+        let make = || SnapCircuit::new(upstream()?);
+        let pieces = crate::synthesis::Pieces { marker: "snap_challenge_", parts: &parts };
+        synthesize_partition(key, path, k, make, Some(pieces))
     }
 
     fn verify(&self, proof: &[u8]) -> Result<bool, ProofError> {

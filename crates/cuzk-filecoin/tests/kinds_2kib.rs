@@ -305,7 +305,7 @@ fn larger_proof_types_take_their_own_shapes() {
 /// WinningPoSt, a WindowPoSt partition and a SnapDeals partition take the compiled path
 /// with the PoRep's equality: the witness recorded, then synthesized again through the
 /// compiled circuit, equals the reference `WitnessCs` path's (a, b, c, assignments,
-/// densities), and both satisfy their circuit.
+/// densities), and both satisfy their circuit. SnapDeals' challenges go in parts.
 #[test]
 fn compiled_witnesses_of_every_kind_equal_the_reference() {
     use cuzk_filecoin::synthesis::{clear_compiled, SynthesisPath, SynthesisRun};
@@ -326,6 +326,13 @@ fn compiled_witnesses_of_every_kind_equal_the_reference() {
         assert!(recorded == reference, "{kind}: the recording's witness differs from the reference");
         assert!(fast == reference, "{kind}: the compiled witness differs from the reference");
         assert_eq!(reference.first_unsatisfied(), None, "{kind}");
+        if kind == "SnapDeals" {
+            // Its challenges in parts (snap_circuit), recorded and witness-only.
+            for t in [&rt, &ft] {
+                let parts = t.compiled.map_or(0, |c| c.parts);
+                assert!(parts > 1, "{kind} {:?}: the challenges were not synthesized apart ({parts} part)", t.run);
+            }
+        }
     }
 }
 

@@ -13,7 +13,10 @@ use cuzk_filecoin::shape_kinds::{
 };
 use cuzk_filecoin::shape_marker::{is_shape_only, SHAPE_ONLY_NOTE, SHAPE_ONLY_TAG};
 use cuzk_filecoin::snap::update_proof_from_wire;
-use cuzk_filecoin::synthesis::SynthesisPath;
+use cuzk_filecoin::synthesis::{compiled_for, SynthesisPath, SynthesisRun};
+use cuzk_groth16::compiled::CompiledCircuit;
+use filecoin_proofs::TreeRHasher;
+use storage_proofs_core::merkle::MerkleTreeTrait;
 use cuzk_filecoin::{
     PoStJob, PoStRequest, ProofError, ProofJob, SnapJob, SnapRequest,
 };
@@ -227,9 +230,19 @@ fn shape_only_snap_at_2kib_has_the_real_circuit_and_the_daemon_refuses_it() {
     assert_eq!(w.b_input_density, reference.b_input_density);
     assert_eq!(w.b_aux_density, reference.b_aux_density);
     let first = first.expect("a shape-only witness satisfies its circuit");
-    let (c, _, c_first) = job.synthesize_unchecked(0, SynthesisPath::CompiledUnchecked).unwrap();
-    assert_eq!(c_first, Some(first));
-    assert!(c == w, "the compiled witness differs from the reference");
+    // Recorded (snap_circuit's parts), then witness-only in parts: the reference's witness,
+    // and storage-proofs-update's own recording.
+    for run in [SynthesisRun::Recorded, SynthesisRun::Compiled] {
+        let (c, t, c_first) = job.synthesize_unchecked(0, SynthesisPath::CompiledUnchecked).unwrap();
+        assert_eq!(t.run, Some(run));
+        let parts = t.compiled.map_or(0, |c| c.parts);
+        assert!(parts > 1, "{run:?}: the challenges were not synthesized apart ({parts} part)");
+        assert_eq!(c_first, Some(first), "{run:?}");
+        assert!(c == w, "{run:?}: the compiled witness differs from the reference");
+    }
+    let recorded = compiled_for(&job.circuit_key()).unwrap();
+    let theirs = upstream_recording::<filecoin_proofs::SectorShape2KiB>(&shape, 0);
+    assert!(recorded.same_constraints(&theirs), "snap_circuit's recording differs from storage-proofs-update's");
     eprintln!(
         "2 KiB shape-only snap: (inputs, aux, constraints) = {:?} as the real fixture's; first unsatisfied {first}",
         counts(&w)
@@ -264,6 +277,50 @@ fn shape_only_snap_at_every_size_has_the_structure_of_its_public_parameters() {
             assert!(first.is_some(), "a shape-only witness satisfies its circuit");
         }
     }
+}
+
+/// storage-proofs-update's own circuit of partition `k` of a SnapDeals input, recorded.
+fn upstream_recording<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(input: &KindInput, k: usize) -> CompiledCircuit {
+    use filecoin_hashers::Domain;
+    use storage_proofs_core::compound_proof::CompoundProof;
+    use storage_proofs_update::constants::{TreeDDomain, TreeRDomain};
+    let proof = update_proof_from_wire(input.registered_proof).unwrap();
+    let config = filecoin_proofs::SectorUpdateConfig::from_porep_config(&proof.as_v1_config());
+    let params = storage_proofs_update::PublicParams::from_sector_size(u64::from(config.sector_size));
+    let vanilla: storage_proofs_update::PartitionProof<Tree> = bincode::deserialize(&input.vanilla_proofs[k]).unwrap();
+    let inputs = storage_proofs_update::PublicInputs {
+        k,
+        comm_r_old: TreeRDomain::try_from_bytes(&input.comm_r_old).unwrap(),
+        comm_d_new: TreeDDomain::try_from_bytes(&input.comm_d_new).unwrap(),
+        comm_r_new: TreeRDomain::try_from_bytes(&input.comm_r_new).unwrap(),
+        h: config.h,
+    };
+    let circuit =
+        storage_proofs_update::EmptySectorUpdateCompound::<Tree>::circuit(&inputs, (), &vanilla, &params, Some(k)).unwrap();
+    cuzk_groth16::compiled::compile(circuit).unwrap().1
+}
+
+/// 8 MiB partition 0 (4 partitions, 128 apex leaves: the prefix is most of the circuit), as
+/// the 2 KiB one: recorded and then witness-only, its challenges in parts (snap_circuit, tree
+/// D's SHA-256 natively), the reference's witness and first unsatisfied constraint.
+#[test]
+fn shape_only_snap_8mib_partition_0_in_parts_equals_the_reference() {
+    let input = shape_only_snap(filecoin_proofs_api::RegisteredUpdateProof::StackedDrg8MiBV1, 2).unwrap();
+    let job = shape_only_snap_job(&input).unwrap();
+    let (reference, _, first) = job.synthesize_unchecked(0, SynthesisPath::Reference).unwrap();
+    assert!(first.is_some(), "a shape-only witness satisfies its circuit");
+    let mut runs = Vec::new();
+    for _ in 0..2 {
+        let (c, t, c_first) = job.synthesize_unchecked(0, SynthesisPath::CompiledUnchecked).unwrap();
+        let parts = t.compiled.map_or(0, |c| c.parts);
+        assert!(parts > 1, "{:?}: the challenges were not synthesized apart ({parts} part)", t.run);
+        assert_eq!(c_first, first, "{:?}", t.run);
+        assert!(c == reference, "{:?}: the compiled witness differs from the reference", t.run);
+        runs.push(t.run);
+    }
+    // The second is witness-only (the first recorded, unless the other 8 MiB test did).
+    assert_eq!(runs[1], Some(SynthesisRun::Compiled));
+    eprintln!("8 MiB shape-only snap partition 0: {runs:?} equal the reference; first unsatisfied {first:?}");
 }
 
 /// A SnapDeals request whose vanilla proofs carry the shape-only tag as comm_c is refused as
