@@ -40,7 +40,8 @@
 #              upstream-cuzk-bench batch: DEVICE_UPSTREAM_PROOFS (3) proofs one at a time
 #              (its first took 386 s on an H100: synthesis on its standard path while it
 #              extracts its pre-compiled circuit; give this part a call of its own),
-#              then the same two at a time when DEVICE_UPSTREAM_CONCURRENT=1. Its stderr
+#              then the same two at a time when DEVICE_UPSTREAM_CONCURRENT=1. The batch
+#              is cut after DEVICE_UPSTREAM_TIMEOUT (480) s; the daemon's lines stay. Its stderr
 #              (TIMELINE, CUZK_TIMING) in upstream-daemon.log; VmHWM of the daemon at the end.
 #              Its 25 GiB pre-compiled circuit file, which it writes beside the parameters
 #              and never reads back, is kept off the disk by a directory of that name (the
@@ -163,7 +164,7 @@ EOF
   [ $up = 1 ] || { note "upstream daemon did not listen in 60 s"; kill $pid; tail -20 "$OUT/upstream-daemon.log"; return 1; }
   local rc=0
   local n=${DEVICE_UPSTREAM_PROOFS:-3}
-  timeout 480 "$BIN/upstream-cuzk-bench" --addr http://127.0.0.1:9820 batch -t porep --c1 "$S32/c1.shape-only.envelope.json" \
+  timeout "${DEVICE_UPSTREAM_TIMEOUT:-480}" "$BIN/upstream-cuzk-bench" --addr http://127.0.0.1:9820 batch -t porep --c1 "$S32/c1.shape-only.envelope.json" \
     -c "$n" -j 1 --sector-num 1 --miner-id 1000 >> "$OUT/upstream-bench.log" 2>&1 || rc=1
   echo "batch -j 1 ended at $(date +%s.%N)" >> "$OUT/upstream-bench.log"
   if [ "${DEVICE_UPSTREAM_CONCURRENT:-0}" = 1 ]; then
