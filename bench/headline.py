@@ -132,6 +132,23 @@ def rows():
                 f"cuzk {c:.1f} ms ({clo:.1f}-{chi:.1f}), supraseal-c2 {p:.1f} ms ({plo:.1f}-{phi:.1f}): {c / p:.2f}x, medians of 5",
                 "H100, 2026-12-06", f))
 
+    f = "2026-12-06-h100-compare-one-machine/peers-supraseal.log"
+    (c, clo, chi, p, plo, phi), note = peers_median_row(f, "StackedDrg32GiBV1_1 shape-only C1 partition proof, after synthesis", "130278869 constraints")
+    if "peer's proofs equal cuzk's" not in note:
+        raise SystemExit(f"headline: {f}: the 32 GiB row's peer proofs are not equal to cuzk's: {note}")
+    out.append(("32 GiB PoRep partition proof (shape-only), supraseal-c2 in its own process (its proofs equal cuzk's)",
+                "faster than the peers (#39)",
+                f"cuzk {c:.0f} ms ({clo:.0f}-{chi:.0f}), supraseal-c2 {p:.0f} ms ({plo:.0f}-{phi:.0f}): {c / p:.2f}x, medians of 5",
+                "H100, 2026-12-06", f))
+
+    f = "2026-12-06-h100-compare-one-machine/cuzk-engine.txt"
+    m, text = grab(f, r"steady state ([\d.]+) s per proof \(\d+ partitions each")
+    gaps = [float(g) for g in re.findall(r"^  proof [1-9]\d* \(.*\): done at [\d.]+ s, ([\d.]+) s after the previous", text, re.M)]
+    out.append(("32 GiB PoRep throughput from the parameter file, one H100 + 16 cores",
+                "faster than the peers (#39)",
+                f"{m.group(1)} s per proof, steady state of {len(gaps) + 1} proofs, one proof every {min(gaps):.1f}-{max(gaps):.1f} s",
+                "H100, 2026-12-06", f))
+
     f = "2026-12-05-local-setup/setup-bench.log"
     m, _ = grab(f, r"^\| StackedDrg2KiBV1_1 \| \d+ \| ([\d.]+) s \(min ([\d.]+), max ([\d.]+), (\d+) rounds\) \| ([\d.]+) s")
     out.append(("2 KiB PoRep test parameters, 2 cores", "(#43)",

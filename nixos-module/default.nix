@@ -128,7 +128,7 @@ let
   withoutKeys = keys: a: if builtins.isAttrs a then removeAttrs a keys else a;
   restartOnlySettings = {
     daemon = withoutKeys [ "drain_timeout_secs" ] (finalSettings.daemon or { });
-    srs = withoutKeys [ "cache_limit_bytes" ] (finalSettings.srs or { });
+    srs = withoutKeys [ "cache_limit_bytes" "pinned" ] (finalSettings.srs or { });
     gpus = (withoutKeys [ "gpu_workers_per_device" "devices" ] (finalSettings.gpus or { })) // {
       devices = map (withoutKeys [ "workers" ]) ((finalSettings.gpus or { }).devices or [ ]);
     };

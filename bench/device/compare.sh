@@ -40,8 +40,15 @@
 #              upstream-cuzk-bench batch: DEVICE_UPSTREAM_PROOFS (3) proofs one at a time
 #              (its first took 386 s on an H100: synthesis on its standard path while it
 #              extracts its pre-compiled circuit; give this part a call of its own),
-#              then the same two at a time when DEVICE_UPSTREAM_CONCURRENT=1. The batch
-#              is cut after DEVICE_UPSTREAM_TIMEOUT (480) s; the daemon's lines stay. Its stderr
+#              or two at a time when DEVICE_UPSTREAM_CONCURRENT=1. The batch is cut after
+#              DEVICE_UPSTREAM_TIMEOUT (480) s, unless DEVICE_UPSTREAM_DETACH=1: then the
+#              daemon and batch run on in process sessions of their own (the device tool
+#              keeps them while the machine is held) and the next call's part
+#              `upstream-wait` waits up to DEVICE_UPSTREAM_TIMEOUT s more and collects
+#              them (3 proofs: about 20 minutes on an H100, an estimate from its 457 s
+#              first proof and its 80 s partitions, two at a time, 2026-12-06).
+#              DEVICE_UPSTREAM_BUDGET (100GiB) is its [memory] total_budget;
+#              DEVICE_UPSTREAM_TOML is appended to its configuration. Its stderr
 #              (TIMELINE, CUZK_TIMING) in upstream-daemon.log; VmHWM of the daemon at the end.
 #              Its 25 GiB pre-compiled circuit file, which it writes beside the parameters
 #              and never reads back, is kept off the disk by a directory of that name (the
@@ -57,8 +64,8 @@ for p in $parts; do
   case $p in
     inputs | cuzk) ;;
     small | supraseal) need+=(cuzk-peers supraseal-c2-bench) ;;
-    upstream) need+=(upstream-cuzk-daemon upstream-cuzk-bench) ;;
-    *) echo "compare.sh: unknown part $p (inputs small cuzk supraseal upstream)" >&2; exit 2 ;;
+    upstream | upstream-wait) need+=(upstream-cuzk-daemon upstream-cuzk-bench) ;;
+    *) echo "compare.sh: unknown part $p (inputs small cuzk supraseal upstream upstream-wait)" >&2; exit 2 ;;
   esac
 done
 # shellcheck disable=SC2046  # the names are plain words
@@ -129,57 +136,112 @@ part_supraseal() {
   return $rc
 }
 
+# Upstream's logs live in /tmp/cmp/up (a call's $OUT is emptied before the next call), and
+# are copied to $OUT by every call that runs an upstream part.
+UP=/tmp/cmp/up
+up_collect() {
+  for f in upstream-daemon.log upstream-bench.log upstream.toml; do
+    [ -f "$UP/$f" ] && sed 's/\x1b\[[0-9;]*m//g' "$UP/$f" > "$OUT/$f"
+  done
+  return 0
+}
+# Waits up to $1 s for the batch (its pid in $UP/bench.pid) to end; true when it did.
+up_wait() {
+  local bpid
+  bpid=$(cat "$UP/bench.pid" 2> /dev/null) || return 0
+  for _ in $(seq "$1"); do
+    kill -0 "$bpid" 2> /dev/null || return 0
+    sleep 1
+  done
+  ! kill -0 "$bpid" 2> /dev/null
+}
+# The daemon's peak RSS, the daemon stopped, the logs to $OUT and their summary.
+up_finish() {
+  local pid
+  pid=$(cat "$UP/daemon.pid" 2> /dev/null)
+  if [ -n "$pid" ]; then
+    grep -E "VmHWM|VmRSS" "/proc/$pid/status" >> "$UP/upstream-bench.log" 2> /dev/null
+    kill "$pid" 2> /dev/null
+    for _ in $(seq 30); do kill -0 "$pid" 2> /dev/null || break; sleep 1; done
+  fi
+  rm -f "$UP/daemon.pid" "$UP/bench.pid"
+  echo "UPSTREAM'S PROOFS OF SHAPE-ONLY INPUTS FAIL ITS SELF-CHECK (expected): its timing lines are the record" >> "$UP/upstream-bench.log"
+  up_collect
+  tail -25 "$OUT/upstream-bench.log"
+  grep -c "^TIMELINE" "$OUT/upstream-daemon.log" | sed 's/^/TIMELINE lines: /'
+  grep "GPU prove complete" "$OUT/upstream-daemon.log" | grep -o "gpu_ms=[0-9]*" | tr '\n' ' '
+  echo
+}
+up_progress() {
+  up_collect
+  grep -c "GPU prove complete" "$OUT/upstream-daemon.log" | sed 's/^/partitions proved so far: /'
+}
+
 part_upstream() {
   need_params || return 1
   # Its pre-compiled circuit cache (25 GiB, never read back) cannot be written here: it
   # writes pce-porep-32g.tmp, then renames it to .bin; directories of both names make the
   # first step fail (a warning of upstream's). Without them the 47.4 GB parameter file
   # leaves too little disk and the write fills it (2026-12-06 dry run).
-  mkdir -p "$PARAMS_DIR/pce-porep-32g.bin" "$PARAMS_DIR/pce-porep-32g.tmp"
-  cat > /tmp/cmp/upstream.toml <<EOF
-[daemon]
-listen = "127.0.0.1:9820"
-[srs]
-param_cache = "$PARAMS_DIR"
-[memory]
-total_budget = "100GiB"
-[gpus]
-devices = [0]
-gpu_workers_per_device = 1
-EOF
-  cp /tmp/cmp/upstream.toml "$OUT/upstream.toml"
+  mkdir -p "$PARAMS_DIR/pce-porep-32g.bin" "$PARAMS_DIR/pce-porep-32g.tmp" "$UP"
+  if [ -f "$UP/daemon.pid" ] && kill -0 "$(cat "$UP/daemon.pid")" 2> /dev/null; then
+    note "an upstream daemon still runs (pid $(cat "$UP/daemon.pid")): run upstream-wait, not upstream"
+    return 1
+  fi
+  rm -f "$UP/upstream-daemon.log" "$UP/upstream-bench.log"
+  printf '[daemon]\nlisten = "127.0.0.1:9820"\n[srs]\nparam_cache = "%s"\n[memory]\ntotal_budget = "%s"\n[gpus]\ndevices = [0]\ngpu_workers_per_device = 1\n%s\n' \
+    "$PARAMS_DIR" "${DEVICE_UPSTREAM_BUDGET:-100GiB}" "${DEVICE_UPSTREAM_TOML:-}" > "$UP/upstream.toml"
   drop_cache
   local t0
   t0=$(date +%s.%N)
-  FIL_PROOFS_PARAMETER_CACHE=$PARAMS_DIR RUST_LOG=info "$BIN/upstream-cuzk-daemon" -c /tmp/cmp/upstream.toml \
-    > "$OUT/upstream-daemon.log" 2>&1 &
+  # Process sessions of their own: with DEVICE_UPSTREAM_DETACH=1 the daemon and its batch
+  # outlive this call (the device tool keeps such processes while the machine is held).
+  FIL_PROOFS_PARAMETER_CACHE=$PARAMS_DIR RUST_LOG=info setsid "$BIN/upstream-cuzk-daemon" -c "$UP/upstream.toml" \
+    > "$UP/upstream-daemon.log" 2>&1 < /dev/null &
   local pid=$!
-  echo "daemon started at $t0 (date +%s.%N), pid $pid" >> "$OUT/upstream-bench.log"
+  echo "$pid" > "$UP/daemon.pid"
+  echo "daemon started at $t0 (date +%s.%N), pid $pid" >> "$UP/upstream-bench.log"
   local up=0
   for _ in $(seq 60); do
-    kill -0 "$pid" 2> /dev/null || { note "upstream daemon exited at start"; tail -20 "$OUT/upstream-daemon.log"; return 1; }
+    kill -0 "$pid" 2> /dev/null || { note "upstream daemon exited at start"; up_finish; return 1; }
     if (exec 3<> /dev/tcp/127.0.0.1/9820) 2> /dev/null; then up=1; break; fi
     sleep 1
   done
-  [ $up = 1 ] || { note "upstream daemon did not listen in 60 s"; kill $pid; tail -20 "$OUT/upstream-daemon.log"; return 1; }
-  local rc=0
-  local n=${DEVICE_UPSTREAM_PROOFS:-3}
-  timeout "${DEVICE_UPSTREAM_TIMEOUT:-480}" "$BIN/upstream-cuzk-bench" --addr http://127.0.0.1:9820 batch -t porep --c1 "$S32/c1.shape-only.envelope.json" \
-    -c "$n" -j 1 --sector-num 1 --miner-id 1000 >> "$OUT/upstream-bench.log" 2>&1 || rc=1
-  echo "batch -j 1 ended at $(date +%s.%N)" >> "$OUT/upstream-bench.log"
-  if [ "${DEVICE_UPSTREAM_CONCURRENT:-0}" = 1 ]; then
-    timeout 300 "$BIN/upstream-cuzk-bench" --addr http://127.0.0.1:9820 batch -t porep --c1 "$S32/c1.shape-only.envelope.json" \
-      -c "$n" -j 2 --sector-num 1 --miner-id 1000 >> "$OUT/upstream-bench.log" 2>&1 || rc=1
-    echo "batch -j 2 ended at $(date +%s.%N)" >> "$OUT/upstream-bench.log"
+  [ $up = 1 ] || { note "upstream daemon did not listen in 60 s"; up_finish; return 1; }
+  local n=${DEVICE_UPSTREAM_PROOFS:-3} j=1
+  [ "${DEVICE_UPSTREAM_CONCURRENT:-0}" = 1 ] && j=2
+  # shellcheck disable=SC2016  # $(date) runs in the batch's shell, when it ends
+  setsid sh -c '"$0" --addr http://127.0.0.1:9820 batch -t porep --c1 "$1" -c "$2" -j "$3" --sector-num 1 --miner-id 1000;
+    echo "batch -j $3 ended at $(date +%s.%N)"' "$BIN/upstream-cuzk-bench" "$S32/c1.shape-only.envelope.json" "$n" "$j" \
+    >> "$UP/upstream-bench.log" 2>&1 < /dev/null &
+  echo $! > "$UP/bench.pid"
+  local limit=${DEVICE_UPSTREAM_TIMEOUT:-480}
+  if up_wait "$limit"; then
+    up_finish
+    return 0
   fi
-  grep -E "VmHWM|VmRSS" "/proc/$pid/status" >> "$OUT/upstream-bench.log" 2> /dev/null
-  kill "$pid"
-  wait "$pid" 2> /dev/null
-  echo "UPSTREAM'S PROOFS OF SHAPE-ONLY INPUTS FAIL ITS SELF-CHECK (expected): its timing lines are the record" >> "$OUT/upstream-bench.log"
-  tail -25 "$OUT/upstream-bench.log"
-  grep -c "^TIMELINE" "$OUT/upstream-daemon.log" | sed 's/^/TIMELINE lines: /'
-  grep -m 5 "CUZK_TIMING" "$OUT/upstream-daemon.log"
-  return $rc
+  if [ "${DEVICE_UPSTREAM_DETACH:-0}" = 1 ]; then
+    note "upstream's batch still runs after $limit s (detached): the next call's part upstream-wait collects it"
+    up_progress
+    return 0
+  fi
+  note "upstream's batch cut after $limit s"
+  kill -- "-$(cat "$UP/bench.pid")" 2> /dev/null # its process group: the shell and the bench
+  up_finish
+  return 1
+}
+
+# The detached batch of an earlier call: waits up to DEVICE_UPSTREAM_TIMEOUT (480) s more;
+# when it has ended, finishes (peak RSS, daemon stopped, logs), else leaves it running.
+part_upstream-wait() {
+  [ -f "$UP/daemon.pid" ] || { note "no detached upstream daemon (run the upstream part with DEVICE_UPSTREAM_DETACH=1)"; return 1; }
+  if up_wait "${DEVICE_UPSTREAM_TIMEOUT:-480}"; then
+    up_finish
+    return 0
+  fi
+  note "upstream's batch still runs after ${DEVICE_UPSTREAM_TIMEOUT:-480} s more"
+  up_progress
+  return 0
 }
 
 for p in $parts; do

@@ -9,6 +9,13 @@
 //! while a job holds it (the job would keep the memory anyway, and the next job of that
 //! circuit would load a second copy beside it).
 //!
+//! Pinned entries (`[srs] pinned`, WinningPoSt's by default) are never evicted as least
+//! recently used, neither for the limit nor for room in the host budget: a WinningPoSt has
+//! seconds to answer, and reloading its parameters beside a loaded machine costs about a
+//! second (bench/NOTES.md, 2026-12-06). An explicit evict still removes them.
+//!
+//! Every decision is logged: a load (pinned or not), an eviction and its reason.
+//!
 //! Generic over the value so that the policy is tested without gigabytes of parameters.
 
 use std::collections::HashMap;
@@ -62,6 +69,14 @@ pub struct Residency<T> {
     load_lock: Mutex<()>,
     /// 0: no limit.
     limit_bytes: std::sync::atomic::AtomicU64,
+    /// Kinds ("winning") or circuit ids ("winning-32g") never evicted as least recently used.
+    pinned: Mutex<Vec<String>>,
+}
+
+/// Whether `key` (a circuit id, "winning-32g") is named by `pinned`: the id itself or its
+/// kind, the id less its size ("winning").
+pub fn is_pinned(pinned: &[String], key: &str) -> bool {
+    pinned.iter().any(|p| key == p || key.strip_prefix(p.as_str()).is_some_and(|rest| rest.starts_with('-') && !rest[1..].contains('-')))
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -74,7 +89,17 @@ impl<T: HostBytes> Residency<T> {
             entries: Mutex::new(HashMap::new()),
             load_lock: Mutex::new(()),
             limit_bytes: limit_bytes.into(),
+            pinned: Mutex::new(Vec::new()),
         }
+    }
+
+    /// The kinds or circuit ids kept when idle (`[srs] pinned`; live reload).
+    pub fn set_pinned(&self, pinned: Vec<String>) {
+        *lock(&self.pinned) = pinned;
+    }
+
+    fn pinned(&self) -> Vec<String> {
+        lock(&self.pinned).clone()
     }
 
     fn limit(&self) -> u64 {
@@ -84,7 +109,7 @@ impl<T: HostBytes> Residency<T> {
     /// A new limit (live reload); idle entries above it are evicted now.
     pub fn set_limit(&self, limit_bytes: u64) {
         self.limit_bytes.store(limit_bytes, std::sync::atomic::Ordering::Relaxed);
-        Self::evict_idle(&mut lock(&self.entries), limit_bytes, 0);
+        Self::evict_idle(&mut lock(&self.entries), &self.pinned(), limit_bytes, 0);
     }
 
     /// The resident value of `key`, loading it with `load` (which returns the value and its
@@ -108,6 +133,13 @@ impl<T: HostBytes> Residency<T> {
         let (value, bytes) = load()?;
         let load_time = start.elapsed();
         let value = Arc::new(value);
+        let pinned = self.pinned();
+        log::info!(
+            "parameters {key} loaded in {:.1} s ({:.2} GB){}",
+            load_time.as_secs_f64(),
+            bytes as f64 / 1e9,
+            if is_pinned(&pinned, key) { "; pinned ([srs] pinned): kept when idle" } else { "; evicted when idle and least recently used" }
+        );
         let mut entries = lock(&self.entries);
         entries.insert(
             key.to_string(),
@@ -118,7 +150,7 @@ impl<T: HostBytes> Residency<T> {
                 load_time,
             },
         );
-        Self::evict_idle(&mut entries, self.limit(), 0);
+        Self::evict_idle(&mut entries, &pinned, self.limit(), 0);
         Ok((value, Some(load_time)))
     }
 
@@ -127,21 +159,21 @@ impl<T: HostBytes> Residency<T> {
         self.touch(key)
     }
 
-    /// Drops idle, unreferenced entries other than `keep`, least recently used first, until
-    /// `wanted` bytes are freed or nothing idle is left; the bytes freed. For room in the
-    /// host memory budget, which parameters share with witnesses.
+    /// Drops idle, unreferenced, unpinned entries other than `keep`, least recently used
+    /// first, until `wanted` bytes are freed or nothing idle is left; the bytes freed. For
+    /// room in the host memory budget, which parameters share with witnesses.
     pub fn evict_idle_bytes(&self, wanted: u64, keep: Option<&str>) -> u64 {
+        let pinned = self.pinned();
         let mut entries = lock(&self.entries);
         let mut freed = 0;
         while freed < wanted {
-            let victim = entries
-                .iter()
-                .filter(|(k, r)| Arc::strong_count(&r.value) == 1 && Some(k.as_str()) != keep)
-                .min_by_key(|(_, r)| r.last_used)
-                .map(|(k, _)| k.clone());
-            let Some(k) = victim else { break };
-            log::info!("evicting idle parameters {k} (least recently used) for room in the host memory budget");
-            freed += entries.remove(&k).map_or(0, |r| r.host_bytes());
+            let Some(k) = victim(&entries, &pinned, keep) else { break };
+            let bytes = entries.remove(&k).map_or(0, |r| r.host_bytes());
+            log::info!(
+                "evicting idle parameters {k} ({:.2} GB; least recently used, not pinned) for room in the host memory budget",
+                bytes as f64 / 1e9
+            );
+            freed += bytes;
         }
         freed
     }
@@ -158,13 +190,14 @@ impl<T: HostBytes> Residency<T> {
     }
 
     fn make_room(&self, incoming: u64) {
+        let pinned = self.pinned();
         let mut entries = lock(&self.entries);
-        Self::evict_idle(&mut entries, self.limit(), incoming);
+        Self::evict_idle(&mut entries, &pinned, self.limit(), incoming);
     }
 
-    /// Drops idle, unreferenced entries, least recently used first, until the total plus
-    /// `incoming` fits the limit (or nothing idle is left).
-    fn evict_idle(entries: &mut HashMap<String, Resident<T>>, limit: u64, incoming: u64) {
+    /// Drops idle, unreferenced, unpinned entries, least recently used first, until the
+    /// total plus `incoming` fits the limit (or nothing idle is left, said in the log).
+    fn evict_idle(entries: &mut HashMap<String, Resident<T>>, pinned: &[String], limit: u64, incoming: u64) {
         if limit == 0 {
             return;
         }
@@ -173,17 +206,24 @@ impl<T: HostBytes> Residency<T> {
             if total.saturating_add(incoming) <= limit {
                 return;
             }
-            let victim = entries
-                .iter()
-                .filter(|(_, r)| Arc::strong_count(&r.value) == 1)
-                .min_by_key(|(_, r)| r.last_used)
-                .map(|(k, _)| k.clone());
-            match victim {
+            match victim(entries, pinned, None) {
                 Some(k) => {
-                    log::info!("evicting idle parameters {k} (least recently used)");
-                    entries.remove(&k);
+                    let bytes = entries.remove(&k).map_or(0, |r| r.host_bytes());
+                    log::info!(
+                        "evicting idle parameters {k} ({:.2} GB; least recently used, not pinned): resident {:.2} GB would pass the limit of {:.2} GB",
+                        bytes as f64 / 1e9,
+                        (total + incoming) as f64 / 1e9,
+                        limit as f64 / 1e9
+                    );
                 }
-                None => return,
+                None => {
+                    log::info!(
+                        "resident parameters {:.2} GB stay above the limit of {:.2} GB: the rest are in use or pinned",
+                        (total + incoming) as f64 / 1e9,
+                        limit as f64 / 1e9
+                    );
+                    return;
+                }
             }
         }
     }
@@ -218,6 +258,16 @@ impl<T: HostBytes> Residency<T> {
     pub fn resident_bytes(&self) -> u64 {
         lock(&self.entries).values().map(|r| r.host_bytes()).sum()
     }
+}
+
+/// The least recently used entry that is idle (only the cache holds it), not pinned and not
+/// `keep`.
+fn victim<T>(entries: &HashMap<String, Resident<T>>, pinned: &[String], keep: Option<&str>) -> Option<String> {
+    entries
+        .iter()
+        .filter(|(k, r)| Arc::strong_count(&r.value) == 1 && Some(k.as_str()) != keep && !is_pinned(pinned, k))
+        .min_by_key(|(_, r)| r.last_used)
+        .map(|(k, _)| k.clone())
 }
 
 #[cfg(test)]
@@ -273,6 +323,37 @@ mod tests {
         drop(held);
         assert_eq!(r.evict_idle_bytes(1, None), 100);
         assert_eq!(r.resident_bytes(), 100);
+    }
+
+    #[test]
+    fn pinned_kinds_are_kept_when_idle_and_evicted_only_when_asked() {
+        let pinned = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert!(is_pinned(&pinned(&["winning"]), "winning-32g"));
+        assert!(is_pinned(&pinned(&["winning-32g"]), "winning-32g"));
+        assert!(!is_pinned(&pinned(&["winning-2k"]), "winning-32g"));
+        assert!(!is_pinned(&pinned(&["porep"]), "ni-porep-32g"), "a kind names its own ids only");
+        assert!(is_pinned(&pinned(&["ni-porep"]), "ni-porep-32g"));
+        assert!(!is_pinned(&pinned(&["ni"]), "ni-porep-32g"));
+        assert!(!is_pinned(&[], "winning-32g"));
+
+        let r = Residency::<u64>::new(250);
+        r.set_pinned(pinned(&["winning"]));
+        r.get_or_load("winning-32g", 100, load(100)).unwrap();
+        r.get_or_load("porep-32g", 100, load(100)).unwrap();
+        // winning is the least recently used and idle: the limit takes porep instead.
+        r.get_or_load("snap-32g", 100, load(100)).unwrap();
+        assert!(r.is_loaded("winning-32g") && r.is_loaded("snap-32g") && !r.is_loaded("porep-32g"));
+        // Room in the budget: only snap may go.
+        assert_eq!(r.evict_idle_bytes(1000, None), 100);
+        assert!(r.is_loaded("winning-32g") && !r.is_loaded("snap-32g"));
+        // Unpinned by a reload: an ordinary entry again.
+        r.set_pinned(Vec::new());
+        assert_eq!(r.evict_idle_bytes(1, None), 100);
+        assert_eq!(r.resident_bytes(), 0);
+        // An explicit evict removes a pinned entry.
+        r.set_pinned(pinned(&["winning"]));
+        r.get_or_load("winning-32g", 100, load(100)).unwrap();
+        assert_eq!(r.evict("winning-32g"), Ok((true, 100)));
     }
 
     /// A value whose host copy shrinks (released parameters) counts for what it holds now.

@@ -148,6 +148,23 @@ impl FilecoinRunner {
         format!("snap-{}", size_label(u64::from(proof.sector_size())))
     }
 
+    /// Every circuit id this runner knows ("porep-2k" .. "snap-64g"), the residency's keys.
+    pub fn circuit_ids() -> Vec<String> {
+        let seal = REGISTERED_SEAL_PROOFS.iter().map(|p| Self::circuit_id(*p));
+        let post = (0..15u64).filter_map(|v| post_proof_from_wire(v).ok()).map(Self::post_circuit_id);
+        let update = (0..5u64).filter_map(|v| update_proof_from_wire(v).ok()).map(Self::update_circuit_id);
+        let mut ids: Vec<String> = seal.chain(post).chain(update).collect();
+        ids.sort();
+        ids.dedup();
+        ids
+    }
+
+    /// Whether `name` is a circuit id or a kind (an id less its size: "winning", "ni-porep"),
+    /// as `[srs] pinned` names them.
+    pub fn names_circuits(name: &str) -> bool {
+        Self::circuit_ids().iter().any(|id| id == name || id.rsplit_once('-').is_some_and(|(kind, _)| kind == name))
+    }
+
     fn srs_ref(&self, typed: Typed) -> Result<SrsRef, RunError> {
         let (path, circuit_id) = match typed {
             Typed::Seal(p) => (seal_params_path(&self.param_dir, p), Self::circuit_id(p)),
@@ -459,6 +476,17 @@ mod tests {
         std::fs::write(&file, b"").unwrap();
         runner.check_aggregation_srs(ni).unwrap();
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn pinned_names_are_kinds_or_circuit_ids() {
+        for ok in ["winning", "wpost", "porep", "ni-porep", "snap", "winning-32g", "porep-2k", "snap-64g"] {
+            assert!(FilecoinRunner::names_circuits(ok), "{ok}");
+        }
+        for bad in ["wining", "winning-", "winning-16g", "ni", "post", ""] {
+            assert!(!FilecoinRunner::names_circuits(bad), "{bad}");
+        }
+        assert!(FilecoinRunner::circuit_ids().contains(&"winning-32g".to_string()));
     }
 
     #[test]

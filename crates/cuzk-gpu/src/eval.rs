@@ -18,10 +18,8 @@ use cuzk_groth16::constraints::Constraints;
 use crate::arena::{reserved_size, DeviceBuffer};
 use crate::device::{arg, Gpu, OpTimings};
 use crate::error::GpuError;
-use crate::resident::ResidentKey;
+use crate::resident::{ResidentKey, CIRCUIT_GROUP};
 
-/// The resident cache's group of compiled circuits (the MSM bases' groups are 1 and 2).
-pub(crate) const CIRCUIT_GROUP: u8 = 8;
 const FR_BYTES: usize = 32;
 /// Alignment of each array in the circuit's device buffer.
 const ALIGN: usize = 256;

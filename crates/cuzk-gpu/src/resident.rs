@@ -11,6 +11,9 @@
 //! bases' key with their width and copies: they are evicted before any base array or
 //! circuit, and the half of the budget counts only those.
 //!
+//! Every decision is logged (info): an entry kept, an entry evicted and for what, and, once
+//! per key, a base array not kept because the resident half of the budget is full.
+//!
 //! The fingerprint assumes what parameters are: immutable while loaded. A caller that
 //! rewrites a base array in place between calls (same address and length) and leaves the
 //! 256 sampled points unchanged would read stale points; `Gpu::release_caches` drops every
@@ -23,6 +26,8 @@ use crate::arena::DeviceBuffer;
 /// Base arrays shorter than this are streamed each call (the upload is cheap).
 pub(crate) const MIN_RESIDENT_POINTS: usize = 1 << 15;
 const SAMPLES: usize = 256;
+/// The resident cache's group of compiled circuits (the MSM bases' groups are 1 and 2).
+pub(crate) const CIRCUIT_GROUP: u8 = 8;
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(crate) struct ResidentKey {
@@ -76,6 +81,25 @@ impl ResidentKey {
     pub(crate) fn multiples(self, c: u32, per: u32) -> ResidentKey {
         ResidentKey { multiples: c << 8 | per, ..self }
     }
+
+    /// What the entry holds, for the log: "G1 bases (130169893 points)", "the multiples
+    /// (c = 16, 4 per point) of G1 bases (...)", "a compiled circuit (309405051 A terms)".
+    pub(crate) fn describe(&self) -> String {
+        let what = match self.group {
+            1 => format!("G1 bases ({} points)", self.len),
+            2 => format!("G2 bases ({} points)", self.len),
+            CIRCUIT_GROUP => format!("a compiled circuit ({} A terms)", self.len),
+            g => format!("an array of group {g} ({} elements)", self.len),
+        };
+        match self.multiples {
+            0 => what,
+            m => format!("the multiples (c = {}, {} per point) of {what}", m >> 8, m & 0xff),
+        }
+    }
+}
+
+fn gib(bytes: usize) -> f64 {
+    bytes as f64 / (1u64 << 30) as f64
 }
 
 struct Entry {
@@ -90,6 +114,8 @@ pub(crate) struct ResidentCache {
     tick: u64,
     pub(crate) hits: u64,
     pub(crate) misses: u64,
+    /// Keys whose "not kept" was logged (the decision is said once per key).
+    refused: Vec<ResidentKey>,
 }
 
 impl ResidentCache {
@@ -121,6 +147,13 @@ impl ResidentCache {
     }
 
     pub(crate) fn insert(&mut self, key: ResidentKey, buf: Arc<DeviceBuffer>) {
+        log::info!(
+            "GPU residency: keeping {} ({:.2} GiB); resident now {:.2} GiB in {} entries",
+            key.describe(),
+            gib(buf.reserved_bytes()),
+            gib(self.all_bytes() + buf.reserved_bytes()),
+            self.entries.len() + 1
+        );
         self.tick += 1;
         self.entries.push(Entry {
             key,
@@ -129,17 +162,36 @@ impl ResidentCache {
         });
     }
 
-    /// Evicts the least recently used entry not in use, multiples before any base array;
-    /// false when there is none.
-    pub(crate) fn evict_one(&mut self) -> bool {
+    /// Evicts the least recently used entry not in use, multiples before any base array,
+    /// for an allocation of `wanted` bytes; false when there is none.
+    pub(crate) fn evict_one(&mut self, wanted: usize) -> bool {
         let victim = victim(self.entries.iter().map(|e| (Arc::strong_count(&e.buf) > 1, e.key.multiples != 0, e.last_use)));
         match victim {
             Some(i) => {
-                self.entries.swap_remove(i);
+                let e = self.entries.swap_remove(i);
+                log::info!(
+                    "GPU residency: evicting {} ({:.2} GiB; {}, not in use) for an allocation of {:.2} GiB",
+                    e.key.describe(),
+                    gib(e.buf.reserved_bytes()),
+                    if e.key.multiples != 0 { "multiples go first" } else { "least recently used" },
+                    gib(wanted)
+                );
                 true
             }
             None => false,
         }
+    }
+
+    /// Logs, once per key, that an array is streamed rather than kept, and why.
+    pub(crate) fn note_not_kept(&mut self, key: &ResidentKey, bytes: usize, why: &str) {
+        if self.refused.contains(key) {
+            return;
+        }
+        if self.refused.len() >= 64 {
+            self.refused.remove(0);
+        }
+        self.refused.push(*key);
+        log::info!("GPU residency: not keeping {} ({:.2} GiB): {why}; streamed each call", key.describe(), gib(bytes));
     }
 
     pub(crate) fn evictable_bytes(&self) -> usize {
@@ -191,6 +243,9 @@ impl ResidentCache {
     }
 
     pub(crate) fn clear(&mut self) {
+        if !self.entries.is_empty() {
+            log::info!("GPU residency: dropping all {} entries ({:.2} GiB)", self.entries.len(), gib(self.all_bytes()));
+        }
         self.entries.clear();
     }
 }
@@ -207,7 +262,18 @@ fn victim(entries: impl Iterator<Item = (bool, bool, u64)>) -> Option<usize> {
 
 #[cfg(test)]
 mod tests {
-    use super::victim;
+    use super::{victim, ResidentKey};
+
+    /// The log names what an entry holds.
+    #[test]
+    fn entries_are_described_by_group_length_and_multiples() {
+        let points = [0u64; 40];
+        let g1 = ResidentKey::of(&points, 1);
+        assert_eq!(g1.describe(), "G1 bases (40 points)");
+        assert_eq!(ResidentKey::of(&points, 2).describe(), "G2 bases (40 points)");
+        assert_eq!(ResidentKey::of(&points, CIRCUIT_GROUP).describe(), "a compiled circuit (40 A terms)");
+        assert_eq!(g1.multiples(16, 4).describe(), "the multiples (c = 16, 4 per point) of G1 bases (40 points)");
+    }
 
     /// Multiples go first, however recently used; then the least recently used base array;
     /// nothing in use, ever.

@@ -131,6 +131,12 @@ pub struct SrsConfig {
     /// there (an unlinked file) and their host memory is given back once a GPU holds them
     /// all resident. Unset: parameters stay in host memory as well.
     pub host_release_dir: Option<PathBuf>,
+    /// Kinds ("winning", "wpost", "porep", "ni-porep", "snap") or circuit ids
+    /// ("winning-32g") whose parameters, once loaded, stay resident when idle: never
+    /// evicted as least recently used, for the limit or for room in the memory budget (an
+    /// explicit EvictSrs still removes them). Default `["winning"]`: a WinningPoSt must answer
+    /// within seconds and its 32 GiB parameters are 0.2 GB; `[]` pins nothing.
+    pub pinned: Vec<String>,
 }
 
 impl Default for SrsConfig {
@@ -140,6 +146,7 @@ impl Default for SrsConfig {
             parent_cache: None,
             cache_limit_bytes: None,
             host_release_dir: None,
+            pinned: vec!["winning".into()],
         }
     }
 }
@@ -497,6 +504,11 @@ impl Config {
             )));
         }
         config.check_bounds().map_err(invalid)?;
+        if let Some(bad) = config.srs.pinned.iter().find(|p| !cuzk_filecoin::FilecoinRunner::names_circuits(p)) {
+            return Err(invalid(format!(
+                "[srs] pinned: {bad:?} is neither a kind (porep, ni-porep, snap, wpost, winning) nor a circuit id such as \"winning-32g\""
+            )));
+        }
         Ok(config)
     }
 
@@ -565,6 +577,7 @@ impl Config {
         ec.srs_cache_limit_bytes =
             self.srs.cache_limit_bytes.unwrap_or_else(cuzk_engine::default_srs_cache_limit);
         ec.srs_host_release_dir = self.srs.host_release_dir.clone();
+        ec.srs_pinned = self.srs.pinned.clone();
         ec.prover = cuzk_groth16::ProverTuning { split_threads: self.prover.split_threads };
         ec
     }
@@ -724,6 +737,11 @@ mod tests {
         assert_eq!(c.gpus.backend, BackendChoice::Cpu);
         assert_eq!(c.srs.param_cache, PathBuf::from("/p"));
         assert_eq!(c.engine_config(1).srs_host_release_dir, Some(PathBuf::from("/spill")));
+        assert_eq!(c.engine_config(1).srs_pinned, ["winning"], "WinningPoSt's parameters pinned by default");
+        let c = Config::parse("[srs]\npinned = [\"winning-32g\", \"wpost\"]\n", "t.toml").unwrap();
+        assert_eq!(c.engine_config(1).srs_pinned, ["winning-32g", "wpost"]);
+        let e = Config::parse("[srs]\npinned = [\"wining\"]\n", "t.toml").unwrap_err();
+        assert!(e.to_string().contains("[srs] pinned") && e.to_string().contains("\"wining\""), "{e}");
 
         let e = Config::parse("[gpus]\ngpu_worker_per_device = 2\n", "t.toml").unwrap_err();
         assert!(e.to_string().contains("gpu_worker_per_device") && e.to_string().contains("t.toml"), "{e}");

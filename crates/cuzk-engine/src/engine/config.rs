@@ -30,6 +30,12 @@ pub struct EngineConfig {
     /// Resident parameters above this are evicted when idle (LRU); 0 = no limit. They count
     /// against `host_memory_budget_bytes` as well, and idle ones make room there.
     pub srs_cache_limit_bytes: u64,
+    /// Kinds ("winning") or circuit ids ("winning-32g") whose parameters, once loaded, are
+    /// never evicted as least recently used (`[srs] pinned`): neither for the limit above
+    /// nor for room in the host budget. Default `["winning"]`: a WinningPoSt must answer
+    /// within seconds, its 32 GiB parameters are 0.2 GB, and reading them again on a loaded
+    /// machine costs about a second (bench/NOTES.md, 2026-12-06).
+    pub srs_pinned: Vec<String>,
     /// Where loaded parameters are spilled (`[srs] host_release_dir`): their decoded points
     /// go to an unlinked file there, and once a device holds every section resident, their
     /// host pages are given back, so that resident parameters cost host memory only while
@@ -67,6 +73,7 @@ impl EngineConfig {
             urgent_synthesis_workers: 1,
             host_memory_budget_bytes: default_memory_budget(),
             srs_cache_limit_bytes: 0,
+            srs_pinned: vec!["winning".into()],
             srs_host_release_dir: None,
             result_ttl: Duration::from_secs(3600),
             fetched_result_ttl: Duration::from_secs(300),

@@ -183,7 +183,11 @@ impl Engine {
         let device_count = devices.len();
         let synth = [config.synthesis_workers, config.urgent_synthesis_workers];
         let shared = Arc::new(EngineShared {
-            srs: Residency::new(config.srs_cache_limit_bytes),
+            srs: {
+                let srs = Residency::new(config.srs_cache_limit_bytes);
+                srs.set_pinned(config.srs_pinned.clone());
+                srs
+            },
             device_locks: devices.iter().map(|_| DeviceLock::new()).collect(),
             devices,
             runner,
@@ -329,10 +333,12 @@ impl Engine {
         note("max_queued_jobs", old.max_queued_jobs.to_string(), new.max_queued_jobs.to_string());
         note("max_spool_bytes", old.max_spool_bytes.to_string(), new.max_spool_bytes.to_string());
         note("srs_cache_limit_bytes", old.srs_cache_limit_bytes.to_string(), new.srs_cache_limit_bytes.to_string());
+        note("srs_pinned", format!("{:?}", old.srs_pinned), format!("{:?}", new.srs_pinned));
         note("result_ttl", format!("{:?}", old.result_ttl), format!("{:?}", new.result_ttl));
         note("fetched_result_ttl", format!("{:?}", old.fetched_result_ttl), format!("{:?}", new.fetched_result_ttl));
         note("max_attempts", old.max_attempts.to_string(), new.max_attempts.to_string());
         note("prover", format!("{:?}", old.prover), format!("{:?}", new.prover));
+        self.shared.srs.set_pinned(new.srs_pinned.clone());
         self.shared.srs.set_limit(new.srs_cache_limit_bytes);
         let synth = [new.synthesis_workers, new.urgent_synthesis_workers];
         *self.shared.config.lock().unwrap_or_else(|p| p.into_inner()) = EngineConfig { start_paused: old.start_paused, ..new };

@@ -353,7 +353,7 @@ impl Gpu {
     pub(crate) fn alloc(&self, bytes: usize) -> Result<DeviceBuffer, GpuError> {
         loop {
             match self.arena.alloc(bytes) {
-                Err(GpuError::OverBudget { .. }) if self.resident.lock().unwrap().evict_one() => {}
+                Err(GpuError::OverBudget { .. }) if self.resident.lock().unwrap().evict_one(bytes) => {}
                 r => return r,
             }
         }

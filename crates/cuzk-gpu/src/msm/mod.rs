@@ -104,7 +104,14 @@ fn choose_source<C: Curve>(
     let cached = gpu.resident.lock().unwrap().bytes();
     let uploaded = if scalars == ScalarKind::AllOne { ScalarKind::AllOne } else { ScalarKind::Host };
     let full_chunk = full_chunk_bytes::<C>(n, resident, uploaded, tuning);
-    if n.saturating_mul(8) < bases.len() || cached + size > budget / 2 || size + full_chunk > gpu.available() {
+    if n.saturating_mul(8) < bases.len() {
+        // A small selection of a large array: this call streams what it reads; a later,
+        // larger call may keep the array.
+        return Ok((PointSource::Streamed, None));
+    }
+    if cached + size > budget / 2 || size + full_chunk > gpu.available() {
+        let why = if cached + size > budget / 2 { "the resident half of the GPU budget is full" } else { "it and a chunk of the call do not fit the free budget" };
+        gpu.resident.lock().unwrap().note_not_kept(&key, size, why);
         return Ok((PointSource::Streamed, None));
     }
     let buf = gpu.alloc(bases.len() * C::AFFINE_BYTES)?;
