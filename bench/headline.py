@@ -123,23 +123,20 @@ def rows():
                     f"{c:.1f} ms ({clo:.1f}-{chi:.1f}), sppark {p:.1f} ms ({plo:.1f}-{phi:.1f}): {c / p:.2f}x, medians of 5",
                     "H100, 2026-12-06", f))
 
-    f = "2026-12-06-h100-compare-dry-run/peers-small.log"
-    (c, clo, chi, p, plo, phi), note = peers_median_row(f, "2 KiB PoRep partition proof, after synthesis", "2687961 constraints")
-    if "equal the CPU backend's" not in note or "verifies" not in note:
-        raise SystemExit(f"headline: {f}: the 2 KiB row's peer proof is not equal and verified: {note}")
-    out.append(("2 KiB PoRep partition proof, supraseal-c2 in its own process (its proof equals the CPU referee's and verifies)",
-                "faster than the peers (#36)",
-                f"cuzk {c:.1f} ms ({clo:.1f}-{chi:.1f}), supraseal-c2 {p:.1f} ms ({plo:.1f}-{phi:.1f}): {c / p:.2f}x, medians of 5",
-                "H100, 2026-12-06", f))
-
-    f = "2026-12-06-h100-compare-one-machine/peers-supraseal.log"
-    (c, clo, chi, p, plo, phi), note = peers_median_row(f, "StackedDrg32GiBV1_1 shape-only C1 partition proof, after synthesis", "130278869 constraints")
-    if "peer's proofs equal cuzk's" not in note:
-        raise SystemExit(f"headline: {f}: the 32 GiB row's peer proofs are not equal to cuzk's: {note}")
-    out.append(("32 GiB PoRep partition proof (shape-only), supraseal-c2 in its own process (its proofs equal cuzk's)",
-                "faster than the peers (#39)",
-                f"cuzk {c:.0f} ms ({clo:.0f}-{chi:.0f}), supraseal-c2 {p:.0f} ms ({plo:.0f}-{phi:.0f}): {c / p:.2f}x, medians of 5",
-                "H100, 2026-12-06", f))
+    for f, op, n, musts, what, digits, issue in [
+        ("2026-12-06-h100-compare-dry-run/peers-small.log", "2 KiB PoRep partition proof, after synthesis", "2687961 constraints",
+         ["equal the CPU backend's", "verifies"], "2 KiB PoRep partition proof, supraseal-c2 in its own process (its proof equals the CPU referee's and verifies)", 1, "#36"),
+        ("2026-12-06-h100-compare-one-machine/peers-supraseal.log", "StackedDrg32GiBV1_1 shape-only C1 partition proof, after synthesis",
+         "130278869 constraints", ["peer's proofs equal cuzk's"],
+         "32 GiB PoRep partition proof (shape-only), supraseal-c2 in its own process (its proofs equal cuzk's)", 0, "#39"),
+    ]:
+        (c, clo, chi, p, plo, phi), note = peers_median_row(f, op, n)
+        if not all(must in note for must in musts):
+            raise SystemExit(f"headline: {f}: the row {op!r} lacks {musts} in its note: {note}")
+        d = digits
+        out.append((what, f"faster than the peers ({issue})",
+                    f"cuzk {c:.{d}f} ms ({clo:.{d}f}-{chi:.{d}f}), supraseal-c2 {p:.{d}f} ms ({plo:.{d}f}-{phi:.{d}f}): {c / p:.2f}x, medians of 5",
+                    "H100, 2026-12-06", f))
 
     f = "2026-12-06-h100-compare-one-machine/cuzk-engine.txt"
     m, text = grab(f, r"steady state ([\d.]+) s per proof \(\d+ partitions each")
