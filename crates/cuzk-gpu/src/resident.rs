@@ -262,7 +262,7 @@ fn victim(entries: impl Iterator<Item = (bool, bool, u64)>) -> Option<usize> {
 
 #[cfg(test)]
 mod tests {
-    use super::{victim, ResidentKey};
+    use super::{victim, ResidentKey, CIRCUIT_GROUP};
 
     /// The log names what an entry holds.
     #[test]
