@@ -9,10 +9,11 @@
 //! while a job holds it (the job would keep the memory anyway, and the next job of that
 //! circuit would load a second copy beside it).
 //!
-//! Pinned entries (`[srs] pinned`, WinningPoSt's by default) are never evicted as least
-//! recently used, neither for the limit nor for room in the host budget: a WinningPoSt has
-//! seconds to answer, and reloading its parameters beside a loaded machine costs about a
-//! second (bench/NOTES.md, 2026-12-06). An explicit evict still removes them.
+//! Pinned entries (`[srs] pinned`, WinningPoSt's by default) are kept when idle: never
+//! evicted for the limit, and for room in the host budget only when no other idle entry can
+//! make it (a job never waits on them): a WinningPoSt has seconds to answer, and reloading
+//! its parameters beside a loaded machine costs about a second (bench/NOTES.md,
+//! 2026-12-06). An explicit evict removes them too.
 //!
 //! Every decision is logged: a load (pinned or not), an eviction and its reason.
 //!
@@ -159,21 +160,24 @@ impl<T: HostBytes> Residency<T> {
         self.touch(key)
     }
 
-    /// Drops idle, unreferenced, unpinned entries other than `keep`, least recently used
-    /// first, until `wanted` bytes are freed or nothing idle is left; the bytes freed. For
-    /// room in the host memory budget, which parameters share with witnesses.
+    /// Drops idle, unreferenced entries other than `keep`, least recently used first, until
+    /// `wanted` bytes are freed or nothing idle is left; the bytes freed. Pinned entries go
+    /// last, only when the others cannot free `wanted`: a job must not wait on them. For room
+    /// in the host memory budget, which parameters share with witnesses.
     pub fn evict_idle_bytes(&self, wanted: u64, keep: Option<&str>) -> u64 {
         let pinned = self.pinned();
         let mut entries = lock(&self.entries);
         let mut freed = 0;
-        while freed < wanted {
-            let Some(k) = victim(&entries, &pinned, keep) else { break };
-            let bytes = entries.remove(&k).map_or(0, |r| r.host_bytes());
-            log::info!(
-                "evicting idle parameters {k} ({:.2} GB; least recently used, not pinned) for room in the host memory budget",
-                bytes as f64 / 1e9
-            );
-            freed += bytes;
+        for (pins, why) in [(pinned.as_slice(), "least recently used, not pinned"), (&[][..], "pinned, but nothing else idle could make the room")] {
+            while freed < wanted {
+                let Some(k) = victim(&entries, pins, keep) else { break };
+                let bytes = entries.remove(&k).map_or(0, |r| r.host_bytes());
+                log::info!(
+                    "evicting idle parameters {k} ({:.2} GB; {why}) for room in the host memory budget",
+                    bytes as f64 / 1e9
+                );
+                freed += bytes;
+            }
         }
         freed
     }
@@ -326,7 +330,7 @@ mod tests {
     }
 
     #[test]
-    fn pinned_kinds_are_kept_when_idle_and_evicted_only_when_asked() {
+    fn pinned_kinds_are_kept_when_idle_and_give_way_only_when_nothing_else_can() {
         let pinned = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
         assert!(is_pinned(&pinned(&["winning"]), "winning-32g"));
         assert!(is_pinned(&pinned(&["winning-32g"]), "winning-32g"));
@@ -343,13 +347,19 @@ mod tests {
         // winning is the least recently used and idle: the limit takes porep instead.
         r.get_or_load("snap-32g", 100, load(100)).unwrap();
         assert!(r.is_loaded("winning-32g") && r.is_loaded("snap-32g") && !r.is_loaded("porep-32g"));
-        // Room in the budget: only snap may go.
-        assert_eq!(r.evict_idle_bytes(1000, None), 100);
+        // Room in the budget: snap goes first, winning stays while snap suffices.
+        assert_eq!(r.evict_idle_bytes(100, None), 100);
         assert!(r.is_loaded("winning-32g") && !r.is_loaded("snap-32g"));
-        // Unpinned by a reload: an ordinary entry again.
-        r.set_pinned(Vec::new());
-        assert_eq!(r.evict_idle_bytes(1, None), 100);
+        // Nothing else idle is left: a job must not wait on the pin, so winning goes.
+        assert_eq!(r.evict_idle_bytes(1, Some("porep-32g")), 100);
         assert_eq!(r.resident_bytes(), 0);
+        // Unpinned by a reload: an ordinary entry for the limit again.
+        r.set_pinned(Vec::new());
+        r.get_or_load("winning-32g", 100, load(100)).unwrap();
+        r.get_or_load("porep-32g", 100, load(100)).unwrap();
+        r.get_or_load("snap-32g", 100, load(100)).unwrap();
+        assert!(!r.is_loaded("winning-32g"), "the least recently used, no longer pinned");
+        assert_eq!(r.evict_idle_bytes(1000, None), 200);
         // An explicit evict removes a pinned entry.
         r.set_pinned(pinned(&["winning"]));
         r.get_or_load("winning-32g", 100, load(100)).unwrap();

@@ -45,7 +45,8 @@ async fn idle_parameters_make_room_and_held_ones_are_never_evicted() {
     assert_eq!(st.srs.len(), 1);
     assert_eq!((st.srs[0].circuit_id.as_str(), st.srs[0].ref_count), ("winning-2k", 0), "resident, idle");
 
-    // b's parameters and partition do not fit beside a's idle ones: those go.
+    // b's parameters and partition do not fit beside a's idle ones: those go, although
+    // WinningPoSt's are pinned by default, because nothing else idle could make the room.
     e.submit(porep("b", &job(&wpost))).unwrap();
     let r = done(&e, "b").await;
     assert_eq!(r.status, JobStatus::Completed, "{r:?}");

@@ -133,8 +133,9 @@ pub struct SrsConfig {
     pub host_release_dir: Option<PathBuf>,
     /// Kinds ("winning", "wpost", "porep", "ni-porep", "snap") or circuit ids
     /// ("winning-32g") whose parameters, once loaded, stay resident when idle: never
-    /// evicted as least recently used, for the limit or for room in the memory budget (an
-    /// explicit EvictSrs still removes them). Default `["winning"]`: a WinningPoSt must answer
+    /// evicted for the limit, and for room in the memory budget only when no other idle
+    /// parameters can make it, so that no job waits on them (an explicit EvictSrs removes
+    /// them too). Default `["winning"]`: a WinningPoSt must answer
     /// within seconds and its 32 GiB parameters are 0.2 GB; `[]` pins nothing.
     pub pinned: Vec<String>,
 }

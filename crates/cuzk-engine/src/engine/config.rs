@@ -30,9 +30,10 @@ pub struct EngineConfig {
     /// Resident parameters above this are evicted when idle (LRU); 0 = no limit. They count
     /// against `host_memory_budget_bytes` as well, and idle ones make room there.
     pub srs_cache_limit_bytes: u64,
-    /// Kinds ("winning") or circuit ids ("winning-32g") whose parameters, once loaded, are
-    /// never evicted as least recently used (`[srs] pinned`): neither for the limit above
-    /// nor for room in the host budget. Default `["winning"]`: a WinningPoSt must answer
+    /// Kinds ("winning") or circuit ids ("winning-32g") whose parameters, once loaded, stay
+    /// when idle (`[srs] pinned`): never evicted for the limit above, and for room in the
+    /// host budget only when no other idle parameters can make it, so that no job waits on
+    /// them. Default `["winning"]`: a WinningPoSt must answer
     /// within seconds, its 32 GiB parameters are 0.2 GB, and reading them again on a loaded
     /// machine costs about a second (bench/NOTES.md, 2026-12-06).
     pub srs_pinned: Vec<String>,
