@@ -112,7 +112,7 @@ pub use job::{
     AwaitOutcome, CancelOutcome, JobEvent, JobInfo, JobRequest, JobResult, JobState, JobStatus,
     PartitionProgress, Priority, ProofKind, StageTimings, Submitted,
 };
-pub use residency::ResidentStatus;
+pub use residency::{is_pinned, ResidentStatus};
 pub use runner::{
     on_urgent_lane, CancelToken, Device, DeviceBackend, JobPlan, MemoryProbe, PartitionProof, PartitionWork,
     PreparedJob, ProofOutput, ProofRunner, ProveContext, SrsRef,

@@ -160,9 +160,10 @@ impl FilecoinRunner {
     }
 
     /// Whether `name` is a circuit id or a kind (an id less its size: "winning", "ni-porep"),
-    /// as `[srs] pinned` names them.
+    /// as `[srs] pinned` names them: whether it pins any id (the residency's own match).
     pub fn names_circuits(name: &str) -> bool {
-        Self::circuit_ids().iter().any(|id| id == name || id.rsplit_once('-').is_some_and(|(kind, _)| kind == name))
+        let pin = [name.to_string()];
+        Self::circuit_ids().iter().any(|id| cuzk_engine::is_pinned(&pin, id))
     }
 
     fn srs_ref(&self, typed: Typed) -> Result<SrsRef, RunError> {

@@ -109,8 +109,9 @@ fn choose_source<C: Curve>(
         // larger call may keep the array.
         return Ok((PointSource::Streamed, None));
     }
-    if cached + size > budget / 2 || size + full_chunk > gpu.available() {
-        let why = if cached + size > budget / 2 { "the resident half of the GPU budget is full" } else { "it and a chunk of the call do not fit the free budget" };
+    let half_full = cached + size > budget / 2;
+    if half_full || size + full_chunk > gpu.available() {
+        let why = if half_full { "the resident half of the GPU budget is full" } else { "it and a chunk of the call do not fit the free budget" };
         gpu.resident.lock().unwrap().note_not_kept(&key, size, why);
         return Ok((PointSource::Streamed, None));
     }
