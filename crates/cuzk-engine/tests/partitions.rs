@@ -121,6 +121,36 @@ async fn an_urgent_job_does_not_wait_for_a_bulk_synthesis_thread() {
     }
 }
 
+/// The urgent lane's only thread is kept for Critical jobs: with two WindowPoSt partitions
+/// (High) queued and the one bulk thread inside the first, the lane does not take the
+/// second, so a WinningPoSt submitted then is synthesized at once on the lane. (Before, the
+/// lane took the second WindowPoSt, and on an H100 a 32 GiB WinningPoSt waited 38 s behind
+/// its 27 s synthesis: bench/runs/2026-12-06-h100-window-lane/.)
+#[tokio::test(flavor = "multi_thread")]
+async fn a_window_post_does_not_hold_the_urgent_lane_a_winning_post_needs() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = threads(dir.path(), 1, 1);
+    c.urgent_synthesis_workers = 1;
+    let (e, log) = start(c);
+    let window = Script { partitions: 1, synth_ms: 1500, prove_ms: 5, footprint: 10, ..Script::default() };
+    e.submit(request("window-a", ProofKind::WindowPostPartition, None, &window)).unwrap();
+    e.submit(request("window-b", ProofKind::WindowPostPartition, None, &window)).unwrap();
+    until("the first WindowPoSt synthesizes", || log.synthesized.lock().unwrap().len() == 1);
+    // Time for the lane to take the second WindowPoSt, were it allowed to.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let t = Instant::now();
+    let win = Script { partitions: 1, synth_ms: 20, prove_ms: 5, footprint: 10, ..Script::default() };
+    e.submit(request("win", ProofKind::WinningPost, None, &win)).unwrap();
+    let r = done(&e, "win").await;
+    assert_eq!(r.status, JobStatus::Completed, "{:?}", r.error);
+    assert!(t.elapsed() < Duration::from_millis(1000), "the WinningPoSt took {:?}", t.elapsed());
+    assert_eq!(log.urgent.lock().unwrap().clone(), vec![("win".to_string(), 0)], "only the WinningPoSt runs on the lane");
+    for id in ["window-a", "window-b"] {
+        assert_eq!(done(&e, id).await.status, JobStatus::Completed);
+    }
+    let _ = e.drain(Duration::from_secs(5));
+}
+
 /// A budget of exactly three partitions' bytes: three witnesses are in memory at once
 /// (synthesis runs ahead of two workers), never four, across two jobs' partitions.
 #[tokio::test(flavor = "multi_thread")]

@@ -287,8 +287,9 @@ pub struct EngineSettings {
     /// Threads that synthesize ahead of proving; unset: 2 per GPU, 1 on the CPU backend.
     pub synthesis_workers: Option<usize>,
     /// Synthesis threads for urgent jobs only (priority High or Critical: WindowPoSt and
-    /// WinningPoSt by default), so that one never waits behind bulk synthesis; 0 turns the
-    /// lane off. Unset: 1.
+    /// WinningPoSt by default), so that one never waits behind bulk synthesis; the first
+    /// takes Critical jobs only (`cuzk_engine` `Lane::takes`); 0 turns the lane off.
+    /// Unset: 1.
     pub urgent_synthesis_workers: Option<usize>,
     /// Host memory synthesized and proving jobs may hold, bytes; unset: 3/4 of RAM.
     pub host_memory_budget_bytes: Option<u64>,

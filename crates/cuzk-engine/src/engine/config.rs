@@ -22,7 +22,10 @@ pub struct EngineConfig {
     /// while every `synthesis_workers` thread is inside a 32 GiB partition (seconds to tens
     /// of seconds) starts at once on one of these, and its synthesis runs at the process's
     /// CPU priority rather than the lower one of bulk synthesis (see the runner's
-    /// [`crate::runner::on_urgent_lane`]). 0 turns the lane off.
+    /// [`crate::runner::on_urgent_lane`]). The first of them takes Critical jobs only
+    /// (WinningPoSt): a 32 GiB WindowPoSt partition holds a thread for about 27 s, so High
+    /// jobs take the others, and the bulk threads ahead of every Normal or Low job.
+    /// 0 turns the lane off.
     pub urgent_synthesis_workers: usize,
     /// Host memory that synthesized-but-unproved and proving partitions, the prepared jobs
     /// they belong to, and resident parameters may hold together.

@@ -307,7 +307,8 @@ pub(crate) struct SchedulerState {
 pub enum Lane {
     /// Any job (`synthesis_workers`).
     All,
-    /// Only jobs of priority High or Critical (`urgent_synthesis_workers`).
+    /// Only jobs of priority High or Critical (`urgent_synthesis_workers`); its first
+    /// thread only Critical ones ([`Lane::takes`]).
     Urgent,
 }
 
@@ -319,8 +320,18 @@ impl Lane {
         self as usize
     }
 
-    pub fn takes(self, priority: Priority) -> bool {
-        self == Lane::All || priority >= Priority::High
+    /// Whether thread `index` of this lane takes a job of `priority`. The urgent lane's
+    /// first thread is kept for Critical jobs (WinningPoSt, due within seconds): a 32 GiB
+    /// WindowPoSt partition (High) takes 27 s to synthesize on 16 cores, and a WinningPoSt
+    /// that found the lane's only thread inside one waited 38 s
+    /// (bench/runs/2026-12-06-h100-window-lane/). High jobs take the lane's other threads
+    /// and, ahead of every Normal or Low job, the bulk threads.
+    pub fn takes(self, index: usize, priority: Priority) -> bool {
+        match self {
+            Lane::All => true,
+            Lane::Urgent if index == 0 => priority >= Priority::Critical,
+            Lane::Urgent => priority >= Priority::High,
+        }
     }
 
     /// Its threads' name prefix.
@@ -368,15 +379,15 @@ impl SchedulerState {
     /// [`SchedulerState::next_synthesis_task_in`] for a thread of [`Lane::All`] (tests).
     #[cfg(test)]
     pub fn next_synthesis_task(&mut self, budget: u64, params: &dyn ParamsView) -> Option<SynthesisTask> {
-        self.next_synthesis_task_in(budget, params, Lane::All)
+        self.next_synthesis_task_in(budget, params, Lane::All, 0)
     }
 
     /// The next task for a synthesis thread of `lane` within `budget` bytes, which resident
     /// parameters (`params`) and parameters being loaded share with partitions; reserves
-    /// what it needs. An urgent lane's thread passes over every job below
-    /// [`Priority::High`]. When it returns `None` for want of memory, `memory_wanted` says
-    /// how much.
-    pub fn next_synthesis_task_in(&mut self, budget: u64, params: &dyn ParamsView, lane: Lane) -> Option<SynthesisTask> {
+    /// what it needs. Thread `index` of an urgent lane passes over every job it does not
+    /// take ([`Lane::takes`]). When it returns `None` for want of memory, `memory_wanted`
+    /// says how much.
+    pub fn next_synthesis_task_in(&mut self, budget: u64, params: &dyn ParamsView, lane: Lane, index: usize) -> Option<SynthesisTask> {
         self.memory_wanted = (0, None);
         let loading: u64 = self.params_loading.values().sum();
         let params_bytes = params.resident_bytes().saturating_add(loading);
@@ -390,7 +401,7 @@ impl SchedulerState {
             order.insert(at, head);
         }
         for key in order {
-            if !lane.takes(key.priority.0) {
+            if !lane.takes(index, key.priority.0) {
                 continue;
             }
             let id = key.job_id.clone();
@@ -825,22 +836,33 @@ mod tests {
     }
 
     /// An urgent lane's thread passes over a started low job's partitions and takes the
-    /// Critical job queued behind it.
+    /// Critical job queued behind it; its first thread passes over a High job too, which
+    /// its second thread takes.
     #[test]
     fn the_urgent_lane_takes_only_high_and_critical_jobs() {
         let mut s = state(&[("low", Priority::Low, 3, 10)]);
         let none = Params::default();
         assert!(matches!(s.next_synthesis_task(100, &none), Some(SynthesisTask::Prepare { .. })));
-        assert!(s.next_synthesis_task_in(100, &none, Lane::Urgent).is_none(), "nothing urgent yet");
-        let mut high = JobEntry::new(ProofKind::WinningPost, Priority::Critical, 9, None);
-        high.plan = Some(JobPlan::new(1, 10));
-        s.queued.insert(high.key("win"));
-        s.jobs.insert("win".into(), high);
-        match s.next_synthesis_task_in(100, &none, Lane::Urgent) {
+        assert!(s.next_synthesis_task_in(100, &none, Lane::Urgent, 1).is_none(), "nothing urgent yet");
+        let mut window = JobEntry::new(ProofKind::WindowPostPartition, Priority::High, 8, None);
+        window.plan = Some(JobPlan::new(1, 10));
+        s.queued.insert(window.key("window"));
+        s.jobs.insert("window".into(), window);
+        assert!(s.next_synthesis_task_in(100, &none, Lane::Urgent, 0).is_none(), "the first lane thread is kept for Critical jobs");
+        match s.next_synthesis_task_in(100, &none, Lane::Urgent, 1) {
+            Some(SynthesisTask::Prepare { id }) => assert_eq!(id, "window"),
+            _ => panic!("the lane's second thread did not start the High job"),
+        }
+        let mut win = JobEntry::new(ProofKind::WinningPost, Priority::Critical, 9, None);
+        win.plan = Some(JobPlan::new(1, 10));
+        s.queued.insert(win.key("win"));
+        s.jobs.insert("win".into(), win);
+        match s.next_synthesis_task_in(100, &none, Lane::Urgent, 0) {
             Some(SynthesisTask::Prepare { id }) => assert_eq!(id, "win"),
             _ => panic!("the urgent lane did not start the Critical job"),
         }
-        assert!(!Lane::Urgent.takes(Priority::Normal) && Lane::Urgent.takes(Priority::High) && Lane::All.takes(Priority::Low));
+        assert!(!Lane::Urgent.takes(1, Priority::Normal) && Lane::Urgent.takes(1, Priority::High) && Lane::All.takes(0, Priority::Low));
+        assert!(!Lane::Urgent.takes(0, Priority::High) && Lane::Urgent.takes(0, Priority::Critical));
     }
 
     #[test]

@@ -29,7 +29,7 @@ impl Engine {
                         return;
                     }
                     let budget = self.cfg().host_memory_budget_bytes;
-                    if let Some(task) = s.next_synthesis_task_in(budget, &shared.srs, lane) {
+                    if let Some(task) = s.next_synthesis_task_in(budget, &shared.srs, lane, index) {
                         break task;
                     }
                     // Short of memory: idle parameters (no started job holds them) make room
