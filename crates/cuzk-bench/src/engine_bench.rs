@@ -27,7 +27,7 @@ use cuzk_filecoin::{partition_footprint, ProofJob};
 use cuzk_groth16::Srs;
 
 use crate::engine_report::{
-    print_device_health, print_h_steps, print_report, print_throughput, print_urgent, secs, HStepSample, Span, URGENT_INDEX,
+    print_beside, print_device_health, print_h_steps, print_report, print_throughput, print_urgent, secs, HStepSample, Span,
 };
 
 #[derive(clap::Args)]
@@ -71,6 +71,13 @@ pub struct EngineBenchArgs {
     /// SnapDeals proofs; it must differ from --c1 in kind or sector size.
     #[arg(long, alias = "urgent-input")]
     pub urgent_c1: Option<PathBuf>,
+    /// Other shape-only inputs proved beside the main proofs, as `N:PATH` (N jobs of it,
+    /// submitted right after the main ones at its kind's own priority), e.g.
+    /// `--beside 3:kinds/window.shape-only.json`: a mixed load, each input's request to
+    /// proof and prove() per partition printed apart. Repeatable; each must differ from the
+    /// others, --c1 and --urgent-input in kind or sector size.
+    #[arg(long, value_name = "N:PATH")]
+    pub beside: Vec<String>,
     /// How many urgent jobs, submitted one at a time while the main proofs run.
     #[arg(long, default_value_t = 4)]
     pub urgent: usize,
@@ -206,6 +213,23 @@ struct ShapeJob {
     path: SynthesisPath,
 }
 
+/// Timeline job indices of the `--beside` jobs: input b's job i is `BESIDE_INDEX + 100 b + i`
+/// (below the urgent jobs' `engine_report::URGENT_INDEX`; the main proofs are 0..BESIDE_INDEX).
+const BESIDE_INDEX: usize = 500;
+const BESIDE_MOST: usize = 4;
+
+/// `--beside N:PATH`: the count and the path.
+fn parse_beside(arg: &str) -> Result<(usize, PathBuf)> {
+    let (n, path) = arg
+        .split_once(':')
+        .with_context(|| format!("--beside {arg:?}: give N:PATH, e.g. 3:kinds/window.shape-only.json"))?;
+    let n: usize = n.parse().with_context(|| format!("--beside {arg:?}: {n:?} is not a job count"))?;
+    if n == 0 || n > 99 {
+        bail!("--beside {arg:?}: between 1 and 99 jobs of an input");
+    }
+    Ok((n, PathBuf::from(path)))
+}
+
 fn job_index(request: &JobRequest) -> usize {
     request.request_id.rsplit('-').next().and_then(|s| s.parse().ok()).unwrap_or(0)
 }
@@ -329,6 +353,15 @@ fn load_shape(
 ) -> Result<(Vec<u8>, Shape, cuzk_groth16::SrsShape)> {
     let raw = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
     if !cuzk_filecoin::shape_marker::is_shape_only(&raw) {
+        let envelope = serde_json::from_slice::<serde_json::Value>(&raw)
+            .is_ok_and(|v| v.as_object().is_some_and(|o| o.contains_key("Phase1Out")));
+        if envelope {
+            bail!(
+                "{}: a lotus-bench envelope (for upstream cuzk); engine-bench takes the bare shape-only C1, \
+                 which gen-fixture --shape-only writes beside it (c1.shape-only.json)",
+                path.display()
+            );
+        }
         bail!(
             "{}: engine-bench takes shape-only inputs (gen-fixture --shape-only); real inputs go through \
              cuzkd (cuzk-bench batch), where every proof is verified",
@@ -413,7 +446,9 @@ pub fn run(args: &EngineBenchArgs) -> Result<()> {
     let spill = args.host_release_dir.as_deref();
     let (raw, main, shape) = load_shape(&args.c1, args.seed, spill, args.params_on, args.backend, args.deferred, args.params_file.as_deref())?;
     let partitions = main.partitions;
-    let footprint = main.footprint;
+    if args.proofs >= BESIDE_INDEX {
+        bail!("--proofs {}: at most {} in one run", args.proofs, BESIDE_INDEX - 1);
+    }
     let mut shapes = vec![main.clone()];
     let urgent = match &args.urgent_c1 {
         Some(path) if args.urgent > 0 => {
@@ -426,6 +461,21 @@ pub fn run(args: &EngineBenchArgs) -> Result<()> {
         }
         _ => None,
     };
+    if args.beside.len() > BESIDE_MOST {
+        bail!("--beside: at most {BESIDE_MOST} inputs");
+    }
+    let mut beside: Vec<(usize, PathBuf, Vec<u8>, Shape)> = Vec::new();
+    for (b, arg) in args.beside.iter().enumerate() {
+        let (n, path) = parse_beside(arg)?;
+        let (raw, entry, _) = load_shape(&path, args.seed + 2 + b as u64, spill, args.params_on, args.backend, args.deferred, None)?;
+        if shapes.iter().any(|s| (s.kind, s.sector_size) == (entry.kind, entry.sector_size)) {
+            bail!("--beside {arg:?}: its kind and sector size are --c1's, --urgent-input's or another --beside's");
+        }
+        shapes.push(entry.clone());
+        beside.push((n, path, raw, entry));
+    }
+    // The largest partition of any input must fit beside the parameters.
+    let footprint = shapes.iter().map(|s| s.footprint).max().unwrap_or(main.footprint);
 
     let most = args.devices.iter().copied().max().unwrap_or(1);
     if args.devices.contains(&0) {
@@ -476,7 +526,8 @@ pub fn run(args: &EngineBenchArgs) -> Result<()> {
         // copy and was killed out of memory: bench/runs/2026-12-06-h200-compare-first).
         let held: u64 = shapes.iter().map(|s| s.srs.host_bytes() as u64).sum();
         config.host_memory_budget_bytes = partition_budget(total, held, footprint)?;
-        config.max_spool_bytes = (raw.len() as u64 + (1 << 20)) * (args.proofs as u64 + 1);
+        config.max_spool_bytes = (raw.len() as u64 + (1 << 20)) * (args.proofs as u64 + 1)
+            + beside.iter().map(|(n, _, raw, _)| (raw.len() as u64 + (1 << 20)) * *n as u64).sum::<u64>();
         println!(
             "--- {ndev} device(s), {workers} synthesis worker(s): host memory budget {:.1} GiB less {:.1} GiB of parameters the bench \
              holds = {:.1} GiB for partitions; each partition reserves {:.1} GiB (the engine's formula), so at most {} partitions \
@@ -526,6 +577,26 @@ pub fn run(args: &EngineBenchArgs) -> Result<()> {
             };
             ids.push(engine.submit(request)?.job_id);
         }
+        // The --beside jobs, each awaited on a task of its own: its end is taken as it
+        // happens, whatever the main proofs do.
+        let mut beside_waits = Vec::new();
+        for (b, (n, _, raw, entry)) in beside.iter().enumerate() {
+            for i in 0..*n {
+                let request = JobRequest {
+                    request_id: format!("engine-bench-beside-{}-{ndev}-{workers}-{}", std::process::id(), BESIDE_INDEX + 100 * b + i),
+                    vanilla_proof: raw.clone(),
+                    sector_size: entry.sector_size,
+                    ..JobRequest::new(entry.kind)
+                };
+                let submitted = t0.elapsed();
+                let id = engine.submit(request)?.job_id;
+                let engine = engine.clone();
+                beside_waits.push((b, rt.spawn(async move {
+                    let outcome = engine.await_job(&id, None).await;
+                    (id, outcome, t0.elapsed().saturating_sub(submitted))
+                })));
+            }
+        }
 
         // Urgent jobs while they run, from a thread of their own (the main proofs' end times
         // are taken as they happen).
@@ -561,6 +632,15 @@ pub fn run(args: &EngineBenchArgs) -> Result<()> {
             }
             done.push((id.clone(), t0.elapsed(), r.proof.len(), r.timings.gpu_compute));
         }
+        let mut beside_done: Vec<Vec<Duration>> = vec![Vec::new(); beside.len()];
+        for (b, wait) in beside_waits {
+            let (id, outcome, took) = rt.block_on(wait)?;
+            let cuzk_engine::AwaitOutcome::Done(r) = outcome? else { bail!("job {id} did not finish") };
+            if r.status != cuzk_engine::JobStatus::Completed {
+                bail!("job {id}: {:?}: {}", r.status, r.error.clone().unwrap_or_default());
+            }
+            beside_done[b].push(took);
+        }
         let urgent_runs = match urgent_thread {
             Some(h) => Some(h.join().map_err(|_| anyhow::anyhow!("the urgent jobs' thread panicked"))??),
             None => None,
@@ -571,7 +651,7 @@ pub fn run(args: &EngineBenchArgs) -> Result<()> {
         let _ = std::fs::remove_dir_all(&state);
 
         let all = timeline.spans.lock().unwrap_or_else(|p| p.into_inner()).clone();
-        let spans: Vec<Span> = all.iter().filter(|s| s.job < URGENT_INDEX).cloned().collect();
+        let spans: Vec<Span> = all.iter().filter(|s| s.job < BESIDE_INDEX).cloned().collect();
         let steady = print_report(&spans, &done, partitions, workers, ndev, &worker_devices);
         // The cold start: from the process's start (the C1 read, the circuit recorded, the
         // parameters read or made, the devices opened) to the first proof, in the first run.
@@ -595,6 +675,11 @@ pub fn run(args: &EngineBenchArgs) -> Result<()> {
             health
         );
         steady_by_run.push((ndev, workers, steady));
+        if !beside.is_empty() {
+            let inputs: Vec<(String, usize)> =
+                beside.iter().map(|(_, path, _, entry)| (format!("{:?} ({})", entry.kind, path.display()), entry.partitions)).collect();
+            print_beside(&all, &inputs, &beside_done, BESIDE_INDEX);
+        }
         if let (Some(runs), Some(alone)) = (&urgent_runs, standalone) {
             print_urgent(&all, runs, alone);
         }

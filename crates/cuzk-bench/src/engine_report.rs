@@ -188,6 +188,60 @@ pub(crate) fn print_urgent(spans: &[Span], runs: &[(usize, Duration, Duration)],
     }
 }
 
+/// The `--beside` inputs of a mixed load: each one's jobs, request to proof (`done`: from
+/// each job's submission, right after the main proofs'), and its partitions' prove(); then the
+/// GPU's busy share over every job's partitions. Input b's jobs are timeline indices
+/// `first + 100 b + i`.
+pub(crate) fn print_beside(spans: &[Span], inputs: &[(String, usize)], done: &[Vec<Duration>], first: usize) {
+    for (b, ((name, partitions), ends)) in inputs.iter().zip(done).enumerate() {
+        let mine = |s: &&Span| s.job >= first + 100 * b && s.job < first + 100 * (b + 1);
+        let mut own: Vec<&Span> = spans.iter().filter(mine).collect();
+        own.sort_by_key(|s| s.start);
+        for s in &own {
+            println!(
+                "    {} beside {b} job {} partition {:>2}  {:>8.2} .. {:>8.2}  ({:.2} s)",
+                if s.gpu { "G" } else { "S" },
+                s.job - first - 100 * b,
+                s.partition,
+                secs(s.start),
+                secs(s.end),
+                secs(s.end - s.start)
+            );
+        }
+        let mut gpu: Vec<f64> = spans.iter().filter(mine).filter(|s| s.gpu).map(|s| secs(s.end - s.start)).collect();
+        let mut synth: Vec<f64> = spans.iter().filter(mine).filter(|s| !s.gpu).map(|s| secs(s.end - s.start)).collect();
+        let mut ends: Vec<f64> = ends.iter().map(|d| secs(*d)).collect();
+        ends.sort_by(f64::total_cmp);
+        let list = ends.iter().map(|e| format!("{e:.1}")).collect::<Vec<_>>().join(", ");
+        let stat = |v: &mut Vec<f64>| {
+            if v.is_empty() {
+                return "none".to_string();
+            }
+            let n = v.len();
+            let (median, min, max) = crate::median_spread(v);
+            format!("median {median:.2} s ({min:.2}-{max:.2}; {n})")
+        };
+        println!(
+            "=== beside: {name}, {} job(s) of {partitions} partition(s): request to proof {list} s; prove() per partition {}; \
+             synthesis per partition {} ===",
+            ends.len(),
+            stat(&mut gpu),
+            stat(&mut synth)
+        );
+    }
+    let gpu: Vec<&Span> = spans.iter().filter(|s| s.gpu).collect();
+    if let (Some(start), Some(end)) = (gpu.iter().map(|s| s.start).min(), gpu.iter().map(|s| s.end).max()) {
+        let busy: Duration = gpu.iter().map(|s| s.end - s.start).sum();
+        println!(
+            "  every job (main, beside, urgent): a device worker in prove() {:.1}% of {:.1} s, from the first partition's start \
+             to the last's end ({} partitions)",
+            100.0 * secs(busy) / secs(end - start).max(1e-9),
+            secs(end - start),
+            gpu.len()
+        );
+    }
+}
+
 pub(crate) fn secs(d: Duration) -> f64 {
     d.as_secs_f64()
 }

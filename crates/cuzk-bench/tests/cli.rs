@@ -227,6 +227,9 @@ fn engine_bench_runs_a_shape_only_job_through_the_engine_and_refuses_real_inputs
     let o = bench(&["engine-bench", "--c1", s(&f.c1_path()), "--backend", "cpu"]);
     assert!(!o.status.success());
     assert!(stderr(&o).contains("takes shape-only inputs"), "{}", stderr(&o));
+    // The shape-only C1 in lotus-bench's envelope (written for upstream cuzk) is named as such.
+    let o = bench(&["engine-bench", "--c1", s(&dir.join("c1.shape-only.envelope.json")), "--backend", "cpu"]);
+    assert!(!o.status.success() && stderr(&o).contains("a lotus-bench envelope") && stderr(&o).contains("c1.shape-only.json"), "{}", stderr(&o));
     // Every kind's shape-only input through the engine, its parameters' shape from its own
     // circuit; then SnapDeals proofs with a WinningPoSt as the urgent job beside them.
     // (SnapDeals proves in the second run only: a 2 KiB SnapDeals proof takes 30 s on the
@@ -255,6 +258,26 @@ fn engine_bench_runs_a_shape_only_job_through_the_engine_and_refuses_real_inputs
     ] {
         assert!(stdout.contains(part), "no {part:?} in:\n{stdout}");
     }
+    // A mixed load: WinningPoSt proofs with two WindowPoSt jobs beside them, each input's
+    // times apart; a count missing or an input given twice is refused.
+    let window = dir.join("kinds/window.shape-only.json");
+    let beside = format!("2:{}", s(&window));
+    let o = bench(&["engine-bench", "--input", s(&winning), "--beside", &beside, "--proofs", "1", "--backend", "cpu"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    for part in [
+        "=== beside: WindowPostPartition (",
+        "2 job(s) of 1 partition(s): request to proof ",
+        "G beside 0 job 1 partition  0",
+        "every job (main, beside, urgent): a device worker in prove()",
+    ] {
+        assert!(stdout.contains(part), "no {part:?} in:\n{stdout}");
+    }
+    let o = bench(&["engine-bench", "--input", s(&winning), "--beside", s(&window), "--backend", "cpu"]);
+    assert!(!o.status.success() && stderr(&o).contains("give N:PATH"), "{}", stderr(&o));
+    let twice = format!("1:{}", s(&winning));
+    let o = bench(&["engine-bench", "--input", s(&winning), "--beside", &twice, "--backend", "cpu"]);
+    assert!(!o.status.success() && stderr(&o).contains("its kind and sector size are"), "{}", stderr(&o));
     // The same input twice has nothing urgent about it.
     let o = bench(&["engine-bench", "--input", s(&snap), "--urgent-input", s(&snap), "--backend", "cpu"]);
     assert!(!o.status.success() && stderr(&o).contains("must differ from --c1 in kind or sector size"), "{}", stderr(&o));
