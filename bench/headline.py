@@ -146,6 +146,43 @@ def rows():
                 f"{m.group(1)} s per proof, steady state of {len(gaps) + 1} proofs, one proof every {min(gaps):.1f}-{max(gaps):.1f} s",
                 "H100, 2026-12-06", f))
 
+    d = "2026-12-06-h100-window-lane/"
+    f = d + "shape-32GiB.log"
+    warm = {}
+    for budget in ["full (90% of free memory)", "14.0 GiB"]:
+        m, _ = grab(f, r"warm rounds, budget " + re.escape(budget) + r": (\d+) \(the cold round left out\), wall median ([\d.]+) ms \(([\d.]+)-([\d.]+)\)")
+        warm[budget] = (int(m.group(1)), float(m.group(2)), float(m.group(3)), float(m.group(4)))
+    n, w, lo, hi = warm["14.0 GiB"]
+    out.append(("32 GiB partition, prove() alone, 14 GiB VRAM budget", "<= 2.2 s (#35)",
+                f"{w / 1000:.2f} s ({lo / 1000:.2f}-{hi / 1000:.2f}), median of {n} warm rounds", "H100, 2026-12-06", f))
+    g = d + "engine-32gib-released.txt"
+    m, text = grab(g, r"^  proof 0 \(.*\): done at ([\d.]+) s")
+    first = float(m.group(1))
+    # prove() of each partition that started after the first proof (the steady state).
+    under = sorted(float(e) - float(st) for st, e in re.findall(r"^    G job \d+ partition +\d+ +([\d.]+) \.\. +([\d.]+)", text, re.M)
+                   if float(st) >= first)
+    if not under:
+        raise SystemExit(f"headline: {g}: no prove() spans after the first proof")
+    med = under[len(under) // 2]
+    n_alone, alone = warm["full (90% of free memory)"][0], warm["full (90% of free memory)"][1] / 1000
+    out.append(("32 GiB partition, prove() under load in the engine (deferred evaluation), against the same binary alone",
+                "<= 1.1x alone (#41)",
+                f"{med:.2f} s ({under[0]:.2f}-{under[-1]:.2f}; {len(under)} partitions after the first proof) against {alone:.2f} s "
+                f"alone (median of {n_alone}, {f}): {med / alone:.2f}x", "H100, 2026-12-06", g))
+    g = d + "engine-32gib-window.txt"
+    m, text = grab(g, r"^  proof 0 \(.*\): done at ([\d.]+) s")
+    spans = sorted(float(x) for x in re.findall(r"^    G job \d+ partition +\d+ +[\d.]+ \.\. +[\d.]+ +\(([\d.]+) s\)", text, re.M))
+    out.append(("32 GiB WindowPoSt partition (shape-only, 60.8 GB of parameters: not resident on an 80 GB card)",
+                "<= 4 s request to proof (#40)",
+                f"first of 5 submitted at once: {float(m.group(1)):.1f} s; prove() {spans[len(spans) // 2]:.1f} s "
+                f"({spans[0]:.1f}-{spans[-1]:.1f}; {len(spans)}), median", "H100, 2026-12-06", g))
+    g = d + "engine-32gib-porep-urgent.txt"
+    m, _ = grab(g, r"=== urgent jobs, urgent_synthesis_workers 1: worst ([\d.]+) s, mean [\d.]+ s; worst against the goal ([\d.]+) s")
+    alone, _ = grab(g, r"alone on the idle engine: ([\d.]+) s \(best of 3\)")
+    out.append(("32 GiB WinningPoSt beside PoRep proofs, urgent lane on", "<= 1 s (#40)",
+                f"worst of 2: {m.group(1)} s (alone {alone.group(1)} s; both came as a partition ended: the bound is {m.group(2)} s)",
+                "H100, 2026-12-06", g))
+
     f = "2026-12-05-local-setup/setup-bench.log"
     m, _ = grab(f, r"^\| StackedDrg2KiBV1_1 \| \d+ \| ([\d.]+) s \(min ([\d.]+), max ([\d.]+), (\d+) rounds\) \| ([\d.]+) s")
     out.append(("2 KiB PoRep test parameters, 2 cores", "(#43)",
