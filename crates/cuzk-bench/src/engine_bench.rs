@@ -569,12 +569,7 @@ pub fn run(args: &EngineBenchArgs) -> Result<()> {
         };
         let mut ids = Vec::new();
         for i in 0..args.proofs {
-            let request = JobRequest {
-                request_id: format!("engine-bench-{}-{ndev}-{workers}-{i}", std::process::id()),
-                vanilla_proof: raw.clone(),
-                sector_size: main.sector_size,
-                ..JobRequest::new(main.kind)
-            };
+            let request = shape_request(format!("engine-bench-{}-{ndev}-{workers}-{i}", std::process::id()), &raw, &main);
             ids.push(engine.submit(request)?.job_id);
         }
         // The --beside jobs, each awaited on a task of its own: its end is taken as it
@@ -582,12 +577,8 @@ pub fn run(args: &EngineBenchArgs) -> Result<()> {
         let mut beside_waits = Vec::new();
         for (b, (n, _, raw, entry)) in beside.iter().enumerate() {
             for i in 0..*n {
-                let request = JobRequest {
-                    request_id: format!("engine-bench-beside-{}-{ndev}-{workers}-{}", std::process::id(), BESIDE_INDEX + 100 * b + i),
-                    vanilla_proof: raw.clone(),
-                    sector_size: entry.sector_size,
-                    ..JobRequest::new(entry.kind)
-                };
+                let id = format!("engine-bench-beside-{}-{ndev}-{workers}-{}", std::process::id(), BESIDE_INDEX + 100 * b + i);
+                let request = shape_request(id, raw, entry);
                 let submitted = t0.elapsed();
                 let id = engine.submit(request)?.job_id;
                 let engine = engine.clone();
@@ -626,19 +617,13 @@ pub fn run(args: &EngineBenchArgs) -> Result<()> {
         let mut done = Vec::new();
         for id in &ids {
             let outcome = rt.block_on(engine.await_job(id, None))?;
-            let cuzk_engine::AwaitOutcome::Done(r) = outcome else { bail!("job {id} did not finish") };
-            if r.status != cuzk_engine::JobStatus::Completed {
-                bail!("job {id}: {:?}: {}", r.status, r.error.clone().unwrap_or_default());
-            }
+            let r = completed(id, outcome)?;
             done.push((id.clone(), t0.elapsed(), r.proof.len(), r.timings.gpu_compute));
         }
         let mut beside_done: Vec<Vec<Duration>> = vec![Vec::new(); beside.len()];
         for (b, wait) in beside_waits {
             let (id, outcome, took) = rt.block_on(wait)?;
-            let cuzk_engine::AwaitOutcome::Done(r) = outcome? else { bail!("job {id} did not finish") };
-            if r.status != cuzk_engine::JobStatus::Completed {
-                bail!("job {id}: {:?}: {}", r.status, r.error.clone().unwrap_or_default());
-            }
+            completed(&id, outcome?)?;
             beside_done[b].push(took);
         }
         let urgent_runs = match urgent_thread {
@@ -739,6 +724,20 @@ pub fn run(args: &EngineBenchArgs) -> Result<()> {
     Ok(())
 }
 
+/// A request for one job of a shape-only input, at its kind's own priority.
+fn shape_request(request_id: String, raw: &[u8], shape: &Shape) -> JobRequest {
+    JobRequest { request_id, vanilla_proof: raw.to_vec(), sector_size: shape.sector_size, ..JobRequest::new(shape.kind) }
+}
+
+/// A job's result once it has ended; an error unless it completed.
+fn completed(id: &str, outcome: cuzk_engine::AwaitOutcome) -> Result<Arc<cuzk_engine::JobResult>> {
+    let cuzk_engine::AwaitOutcome::Done(r) = outcome else { bail!("job {id} did not finish") };
+    if r.status != cuzk_engine::JobStatus::Completed {
+        bail!("job {id}: {:?}: {}", r.status, r.error.clone().unwrap_or_default());
+    }
+    Ok(r)
+}
+
 /// One CRITICAL job of the urgent shape: submitted, awaited, its latency.
 fn urgent_job(engine: &Engine, rt: &tokio::runtime::Runtime, id: &str, raw: &[u8], shape: &Shape) -> Result<Duration> {
     rt.block_on(urgent_job_async(engine, id, raw, shape))
@@ -746,18 +745,9 @@ fn urgent_job(engine: &Engine, rt: &tokio::runtime::Runtime, id: &str, raw: &[u8
 
 async fn urgent_job_async(engine: &Engine, id: &str, raw: &[u8], shape: &Shape) -> Result<Duration> {
     let t = Instant::now();
-    let request = JobRequest {
-        request_id: id.to_string(),
-        vanilla_proof: raw.to_vec(),
-        sector_size: shape.sector_size,
-        priority: Some(cuzk_engine::Priority::Critical),
-        ..JobRequest::new(shape.kind)
-    };
+    let request = JobRequest { priority: Some(cuzk_engine::Priority::Critical), ..shape_request(id.to_string(), raw, shape) };
     let job = engine.submit(request)?.job_id;
-    let cuzk_engine::AwaitOutcome::Done(r) = engine.await_job(&job, None).await? else { bail!("urgent job {id} did not finish") };
-    if r.status != cuzk_engine::JobStatus::Completed {
-        bail!("urgent job {id}: {:?}: {}", r.status, r.error.clone().unwrap_or_default());
-    }
+    completed(id, engine.await_job(&job, None).await?).context("an urgent job")?;
     Ok(t.elapsed())
 }
 
