@@ -25,7 +25,8 @@ pub struct EngineConfig {
     /// [`crate::runner::on_urgent_lane`]). The first of them takes Critical jobs only
     /// (WinningPoSt): a 32 GiB WindowPoSt partition holds a thread for about 27 s, so High
     /// jobs take the others, and the bulk threads ahead of every Normal or Low job.
-    /// 0 turns the lane off.
+    /// Default 2: a WindowPoSt keeps the daemon's CPU priority and a WinningPoSt a thread of
+    /// its own. 0 turns the lane off.
     pub urgent_synthesis_workers: usize,
     /// Host memory that synthesized-but-unproved and proving partitions, the prepared jobs
     /// they belong to, and resident parameters may hold together.
@@ -74,7 +75,8 @@ impl EngineConfig {
             state_dir: state_dir.into(),
             gpu_workers_per_device: 1,
             synthesis_workers: 1,
-            urgent_synthesis_workers: 1,
+            // One kept for WinningPoSt, one for WindowPoSt (`Lane::takes`).
+            urgent_synthesis_workers: 2,
             host_memory_budget_bytes: default_memory_budget(),
             srs_cache_limit_bytes: 0,
             srs_pinned: vec!["winning".into()],
