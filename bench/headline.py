@@ -63,6 +63,11 @@ def peers_median_row(path, op, n):
     return [float(x) for x in m.groups()[:6]], m.group(7)
 
 
+def prove_spans(text):
+    """engine-bench's timeline: (start, end) in seconds of each main job's prove() span."""
+    return [(float(a), float(b)) for a, b in re.findall(r"^    G job \d+ partition +\d+ +([\d.]+) \.\. +([\d.]+)", text, re.M)]
+
+
 def rows():
     out = []
 
@@ -159,8 +164,7 @@ def rows():
     m, text = grab(g, r"^  proof 0 \(.*\): done at ([\d.]+) s")
     first = float(m.group(1))
     # prove() of each partition that started after the first proof (the steady state).
-    under = sorted(float(e) - float(st) for st, e in re.findall(r"^    G job \d+ partition +\d+ +([\d.]+) \.\. +([\d.]+)", text, re.M)
-                   if float(st) >= first)
+    under = sorted(e - st for st, e in prove_spans(text) if st >= first)
     if not under:
         raise SystemExit(f"headline: {g}: no prove() spans after the first proof")
     med = under[len(under) // 2]
@@ -171,7 +175,7 @@ def rows():
                 f"alone (median of {n_alone}, {f}): {med / alone:.2f}x", "H100, 2026-12-06", g))
     g = d + "engine-32gib-window.txt"
     m, text = grab(g, r"^  proof 0 \(.*\): done at ([\d.]+) s")
-    spans = sorted(float(x) for x in re.findall(r"^    G job \d+ partition +\d+ +[\d.]+ \.\. +[\d.]+ +\(([\d.]+) s\)", text, re.M))
+    spans = sorted(e - st for st, e in prove_spans(text))
     out.append(("32 GiB WindowPoSt partition (shape-only, 60.8 GB of parameters: not resident on an 80 GB card)",
                 "<= 4 s request to proof (#40)",
                 f"first of 5 submitted at once: {float(m.group(1)):.1f} s; prove() {spans[len(spans) // 2]:.1f} s "
