@@ -28,6 +28,7 @@ use cuzk_groth16::Srs;
 
 use crate::engine_report::{
     print_beside, print_device_health, print_h_steps, print_report, print_throughput, print_urgent, secs, HStepSample, Span,
+    BESIDE_INDEX,
 };
 
 #[derive(clap::Args)]
@@ -213,9 +214,6 @@ struct ShapeJob {
     path: SynthesisPath,
 }
 
-/// Timeline job indices of the `--beside` jobs: input b's job i is `BESIDE_INDEX + 100 b + i`
-/// (below the urgent jobs' `engine_report::URGENT_INDEX`; the main proofs are 0..BESIDE_INDEX).
-const BESIDE_INDEX: usize = 500;
 const BESIDE_MOST: usize = 4;
 
 /// `--beside N:PATH`: the count and the path.
@@ -357,8 +355,8 @@ fn load_shape(
             .is_ok_and(|v| v.as_object().is_some_and(|o| o.contains_key("Phase1Out")));
         if envelope {
             bail!(
-                "{}: a lotus-bench envelope (for upstream cuzk); engine-bench takes the bare shape-only C1, \
-                 which gen-fixture --shape-only writes beside it (c1.shape-only.json)",
+                "{}: a lotus-bench envelope; engine-bench takes a bare shape-only C1 (gen-fixture --shape-only \
+                 writes c1.shape-only.json beside its envelope); real inputs go through cuzkd (cuzk-bench batch)",
                 path.display()
             );
         }
@@ -443,12 +441,17 @@ pub fn run(args: &EngineBenchArgs) -> Result<()> {
         "SHAPE-ONLY INPUT AND RANDOM PARAMETERS: these proofs cannot verify and are not verified (a benchmark, \
          never a proof); the daemon verifies every proof"
     );
-    let spill = args.host_release_dir.as_deref();
-    let (raw, main, shape) = load_shape(&args.c1, args.seed, spill, args.params_on, args.backend, args.deferred, args.params_file.as_deref())?;
-    let partitions = main.partitions;
+    // The arguments first: a 32 GiB input's circuit and parameters take a minute.
     if args.proofs >= BESIDE_INDEX {
         bail!("--proofs {}: at most {} in one run", args.proofs, BESIDE_INDEX - 1);
     }
+    if args.beside.len() > BESIDE_MOST {
+        bail!("--beside: at most {BESIDE_MOST} inputs");
+    }
+    let beside_args = args.beside.iter().map(|a| parse_beside(a)).collect::<Result<Vec<_>>>()?;
+    let spill = args.host_release_dir.as_deref();
+    let (raw, main, shape) = load_shape(&args.c1, args.seed, spill, args.params_on, args.backend, args.deferred, args.params_file.as_deref())?;
+    let partitions = main.partitions;
     let mut shapes = vec![main.clone()];
     let urgent = match &args.urgent_c1 {
         Some(path) if args.urgent > 0 => {
@@ -461,15 +464,11 @@ pub fn run(args: &EngineBenchArgs) -> Result<()> {
         }
         _ => None,
     };
-    if args.beside.len() > BESIDE_MOST {
-        bail!("--beside: at most {BESIDE_MOST} inputs");
-    }
     let mut beside: Vec<(usize, PathBuf, Vec<u8>, Shape)> = Vec::new();
-    for (b, arg) in args.beside.iter().enumerate() {
-        let (n, path) = parse_beside(arg)?;
+    for (b, (n, path)) in beside_args.into_iter().enumerate() {
         let (raw, entry, _) = load_shape(&path, args.seed + 2 + b as u64, spill, args.params_on, args.backend, args.deferred, None)?;
         if shapes.iter().any(|s| (s.kind, s.sector_size) == (entry.kind, entry.sector_size)) {
-            bail!("--beside {arg:?}: its kind and sector size are --c1's, --urgent-input's or another --beside's");
+            bail!("--beside {:?}: its kind and sector size are --c1's, --urgent-input's or another --beside's", args.beside[b]);
         }
         shapes.push(entry.clone());
         beside.push((n, path, raw, entry));
@@ -663,7 +662,7 @@ pub fn run(args: &EngineBenchArgs) -> Result<()> {
         if !beside.is_empty() {
             let inputs: Vec<(String, usize)> =
                 beside.iter().map(|(_, path, _, entry)| (format!("{:?} ({})", entry.kind, path.display()), entry.partitions)).collect();
-            print_beside(&all, &inputs, &beside_done, BESIDE_INDEX);
+            print_beside(&all, &inputs, &beside_done);
         }
         if let (Some(runs), Some(alone)) = (&urgent_runs, standalone) {
             print_urgent(&all, runs, alone);

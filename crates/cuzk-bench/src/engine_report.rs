@@ -141,9 +141,18 @@ pub(crate) fn print_throughput(runs: &[(usize, usize, (Option<Duration>, Option<
 /// the standalone runs, 1000 + i during the main proofs).
 pub(crate) const URGENT_INDEX: usize = 900;
 
+/// Timeline job indices of the `--beside` jobs: input b's job i is `BESIDE_INDEX + 100 b + i`
+/// (the main proofs are 0..BESIDE_INDEX).
+pub(crate) const BESIDE_INDEX: usize = 500;
+
+/// The urgent jobs' standalone runs, before the main proofs (900 + i).
+fn standalone(s: &Span) -> bool {
+    (URGENT_INDEX..1000).contains(&s.job)
+}
+
 /// The urgent jobs against the goal: standalone time plus one main partition's GPU time.
 pub(crate) fn print_urgent(spans: &[Span], runs: &[(usize, Duration, Duration)], alone: Duration) {
-    let main_gpu: Vec<Duration> = spans.iter().filter(|s| s.gpu && s.job < URGENT_INDEX).map(|s| s.end - s.start).collect();
+    let main_gpu: Vec<Duration> = spans.iter().filter(|s| s.gpu && s.job < BESIDE_INDEX).map(|s| s.end - s.start).collect();
     let partition_gpu = main_gpu.iter().sum::<Duration>() / main_gpu.len().max(1) as u32;
     let goal = alone + partition_gpu;
     println!(
@@ -191,8 +200,9 @@ pub(crate) fn print_urgent(spans: &[Span], runs: &[(usize, Duration, Duration)],
 /// The `--beside` inputs of a mixed load: each one's jobs, request to proof (`done`: from
 /// each job's submission, right after the main proofs'), and its partitions' prove(); then the
 /// GPU's busy share over every job's partitions. Input b's jobs are timeline indices
-/// `first + 100 b + i`.
-pub(crate) fn print_beside(spans: &[Span], inputs: &[(String, usize)], done: &[Vec<Duration>], first: usize) {
+/// `BESIDE_INDEX + 100 b + i`.
+pub(crate) fn print_beside(spans: &[Span], inputs: &[(String, usize)], done: &[Vec<Duration>]) {
+    let first = BESIDE_INDEX;
     for (b, ((name, partitions), ends)) in inputs.iter().zip(done).enumerate() {
         let mine = |s: &&Span| s.job >= first + 100 * b && s.job < first + 100 * (b + 1);
         let mut own: Vec<&Span> = spans.iter().filter(mine).collect();
@@ -229,7 +239,8 @@ pub(crate) fn print_beside(spans: &[Span], inputs: &[(String, usize)], done: &[V
             stat(&mut synth)
         );
     }
-    let gpu: Vec<&Span> = spans.iter().filter(|s| s.gpu).collect();
+    // The urgent jobs' standalone runs came before the submission, on an idle engine.
+    let gpu: Vec<&Span> = spans.iter().filter(|s| s.gpu && !standalone(s)).collect();
     if let (Some(start), Some(end)) = (gpu.iter().map(|s| s.start).min(), gpu.iter().map(|s| s.end).max()) {
         let busy: Duration = gpu.iter().map(|s| s.end - s.start).sum();
         println!(

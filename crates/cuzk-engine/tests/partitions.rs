@@ -125,7 +125,7 @@ async fn an_urgent_job_does_not_wait_for_a_bulk_synthesis_thread() {
 /// (High) queued and the one bulk thread inside the first, the lane does not take the
 /// second, so a WinningPoSt submitted then is synthesized at once on the lane. (Before, the
 /// lane took the second WindowPoSt, and on an H100 a 32 GiB WinningPoSt waited 38 s behind
-/// its 27 s synthesis: bench/runs/2026-12-06-h100-window-lane/.)
+/// its synthesis (46 s beside the other's): bench/runs/2026-12-06-h100-window-lane/.)
 #[tokio::test(flavor = "multi_thread")]
 async fn a_window_post_does_not_hold_the_urgent_lane_a_winning_post_needs() {
     let dir = tempfile::tempdir().unwrap();

@@ -289,7 +289,7 @@ pub struct EngineSettings {
     /// Synthesis threads for urgent jobs only (priority High or Critical: WindowPoSt and
     /// WinningPoSt by default), so that one never waits behind bulk synthesis; the first
     /// takes Critical jobs only (`cuzk_engine` `Lane::takes`); 0 turns the lane off.
-    /// Unset: 2 (one kept for WinningPoSt, one for WindowPoSt).
+    /// Unset: 1.
     pub urgent_synthesis_workers: Option<usize>,
     /// Host memory synthesized and proving jobs may hold, bytes; unset: 3/4 of RAM.
     pub host_memory_budget_bytes: Option<u64>,

@@ -23,10 +23,12 @@ pub struct EngineConfig {
     /// of seconds) starts at once on one of these, and its synthesis runs at the process's
     /// CPU priority rather than the lower one of bulk synthesis (see the runner's
     /// [`crate::runner::on_urgent_lane`]). The first of them takes Critical jobs only
-    /// (WinningPoSt): a 32 GiB WindowPoSt partition holds a thread for about 27 s, so High
+    /// (WinningPoSt): a 32 GiB WindowPoSt partition holds a thread for 27 s alone on 16 cores
+    /// and up to 63 s beside other synthesis, so High
     /// jobs take the others, and the bulk threads ahead of every Normal or Low job.
-    /// Default 2: a WindowPoSt keeps the daemon's CPU priority and a WinningPoSt a thread of
-    /// its own. 0 turns the lane off.
+    /// Default 1: the lane is WinningPoSt's alone. Every lane thread synthesizes on the one
+    /// urgent pool, so a second thread lets a WindowPoSt keep the daemon's CPU priority but
+    /// fills the pool a WinningPoSt then queues into. 0 turns the lane off.
     pub urgent_synthesis_workers: usize,
     /// Host memory that synthesized-but-unproved and proving partitions, the prepared jobs
     /// they belong to, and resident parameters may hold together.
@@ -67,7 +69,7 @@ pub struct EngineConfig {
 }
 
 impl EngineConfig {
-    /// Defaults: one worker per device, one synthesis thread and one for urgent jobs, 3/4 of the machine's memory as
+    /// Defaults: one worker per device, one synthesis thread and one for Critical jobs, 3/4 of the machine's memory as
     /// budget, results kept an hour (five minutes once fetched), three attempts, 1000 queued
     /// jobs and 32 GiB of spooled payload at most (about 650 waiting 32 GiB PoRep inputs).
     pub fn new(state_dir: impl Into<PathBuf>) -> EngineConfig {
@@ -75,8 +77,7 @@ impl EngineConfig {
             state_dir: state_dir.into(),
             gpu_workers_per_device: 1,
             synthesis_workers: 1,
-            // One kept for WinningPoSt, one for WindowPoSt (`Lane::takes`).
-            urgent_synthesis_workers: 2,
+            urgent_synthesis_workers: 1,
             host_memory_budget_bytes: default_memory_budget(),
             srs_cache_limit_bytes: 0,
             srs_pinned: vec!["winning".into()],

@@ -18,10 +18,12 @@
 //!   run each job's last step (assembly and verification) once its partitions are proved,
 //!   so the workers never do CPU-only work.
 //! - `urgent_synthesis_workers` threads (the urgent lane) do the same for jobs of priority
-//!   High or Critical only (WindowPoSt, WinningPoSt), so such a job never waits for a bulk
-//!   synthesis thread to come out of a 32 GiB partition. Its first thread takes Critical
-//!   jobs only, so a WindowPoSt partition (27 s of synthesis at 32 GiB) never holds the
-//!   thread a WinningPoSt needs; the runner sees the lane
+//!   High or Critical only (WindowPoSt, WinningPoSt), so a WinningPoSt never waits for a
+//!   bulk synthesis thread to come out of a 32 GiB partition. Its first thread takes Critical
+//!   jobs only, so a WindowPoSt partition (27-63 s of synthesis at 32 GiB) never holds the
+//!   thread a WinningPoSt needs; a High job goes to the lane's other threads, if any, or
+//!   waits at most for a bulk thread's partition, ahead of every Normal or Low job. The
+//!   runner sees the lane
 //!   ([`crate::runner::on_urgent_lane`]) and may synthesize at a higher CPU priority.
 //! - `gpu_workers_per_device x devices` worker threads take the synthesized partition of the
 //!   highest-priority job, on any device: a higher-priority job's partitions go before the
