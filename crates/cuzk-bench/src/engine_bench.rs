@@ -28,7 +28,7 @@ use cuzk_groth16::Srs;
 
 use crate::engine_report::{
     print_beside, print_device_health, print_h_steps, print_report, print_throughput, print_urgent, secs, HStepSample, Span,
-    BESIDE_INDEX,
+    BESIDE_INDEX, BESIDE_MOST,
 };
 
 #[derive(clap::Args)]
@@ -214,8 +214,6 @@ struct ShapeJob {
     path: SynthesisPath,
 }
 
-const BESIDE_MOST: usize = 4;
-
 /// `--beside N:PATH`: the count and the path.
 fn parse_beside(arg: &str) -> Result<(usize, PathBuf)> {
     let (n, path) = arg
@@ -351,9 +349,9 @@ fn load_shape(
 ) -> Result<(Vec<u8>, Shape, cuzk_groth16::SrsShape)> {
     let raw = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
     if !cuzk_filecoin::shape_marker::is_shape_only(&raw) {
-        let envelope = serde_json::from_slice::<serde_json::Value>(&raw)
-            .is_ok_and(|v| v.as_object().is_some_and(|o| o.contains_key("Phase1Out")));
-        if envelope {
+        // cuzk-filecoin's C1 parser knows lotus-bench's envelope (only its form has a sector
+        // number).
+        if cuzk_filecoin::parse_c1(&raw).is_ok_and(|c| c.sector_num.is_some()) {
             bail!(
                 "{}: a lotus-bench envelope; engine-bench takes a bare shape-only C1 (gen-fixture --shape-only \
                  writes c1.shape-only.json beside its envelope); real inputs go through cuzkd (cuzk-bench batch)",

@@ -145,6 +145,9 @@ pub(crate) const URGENT_INDEX: usize = 900;
 /// (the main proofs are 0..BESIDE_INDEX).
 pub(crate) const BESIDE_INDEX: usize = 500;
 
+/// How many `--beside` inputs fit their blocks of 100 indices below the urgent jobs'.
+pub(crate) const BESIDE_MOST: usize = (URGENT_INDEX - BESIDE_INDEX) / 100;
+
 /// The urgent jobs' standalone runs, before the main proofs (900 + i).
 fn standalone(s: &Span) -> bool {
     (URGENT_INDEX..1000).contains(&s.job)
@@ -218,8 +221,8 @@ pub(crate) fn print_beside(spans: &[Span], inputs: &[(String, usize)], done: &[V
                 secs(s.end - s.start)
             );
         }
-        let mut gpu: Vec<f64> = spans.iter().filter(mine).filter(|s| s.gpu).map(|s| secs(s.end - s.start)).collect();
-        let mut synth: Vec<f64> = spans.iter().filter(mine).filter(|s| !s.gpu).map(|s| secs(s.end - s.start)).collect();
+        let mut gpu: Vec<f64> = own.iter().filter(|s| s.gpu).map(|s| secs(s.end - s.start)).collect();
+        let mut synth: Vec<f64> = own.iter().filter(|s| !s.gpu).map(|s| secs(s.end - s.start)).collect();
         let mut ends: Vec<f64> = ends.iter().map(|d| secs(*d)).collect();
         ends.sort_by(f64::total_cmp);
         let list = ends.iter().map(|e| format!("{e:.1}")).collect::<Vec<_>>().join(", ");

@@ -24,8 +24,8 @@ pub struct EngineConfig {
     /// CPU priority rather than the lower one of bulk synthesis (see the runner's
     /// [`crate::runner::on_urgent_lane`]). The first of them takes Critical jobs only
     /// (WinningPoSt): a 32 GiB WindowPoSt partition holds a thread for 27 s alone on 16 cores
-    /// and up to 63 s beside other synthesis, so High
-    /// jobs take the others, and the bulk threads ahead of every Normal or Low job.
+    /// and up to 63 s beside other synthesis, so High jobs take the others, and the bulk
+    /// threads ahead of every Normal or Low job.
     /// Default 1: the lane is WinningPoSt's alone. Every lane thread synthesizes on the one
     /// urgent pool, so a second thread lets a WindowPoSt keep the daemon's CPU priority but
     /// fills the pool a WinningPoSt then queues into. 0 turns the lane off.

@@ -23,8 +23,8 @@
 //!   jobs only, so a WindowPoSt partition (27-63 s of synthesis at 32 GiB) never holds the
 //!   thread a WinningPoSt needs; a High job goes to the lane's other threads, if any, or
 //!   waits at most for a bulk thread's partition, ahead of every Normal or Low job. The
-//!   runner sees the lane
-//!   ([`crate::runner::on_urgent_lane`]) and may synthesize at a higher CPU priority.
+//!   runner sees the lane ([`crate::runner::on_urgent_lane`]) and may synthesize at a
+//!   higher CPU priority.
 //! - `gpu_workers_per_device x devices` worker threads take the synthesized partition of the
 //!   highest-priority job, on any device: a higher-priority job's partitions go before the
 //!   remaining ones of a lower job, so an urgent proof waits for at most the partition in

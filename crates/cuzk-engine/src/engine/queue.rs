@@ -323,9 +323,8 @@ impl Lane {
     /// Whether thread `index` of this lane takes a job of `priority`. The urgent lane's
     /// first thread is kept for Critical jobs (WinningPoSt, due within seconds): a 32 GiB
     /// WindowPoSt partition (High) takes 27 s to synthesize alone on 16 cores (27-63 s beside
-    /// other synthesis), and a WinningPoSt
-    /// that found the lane's only thread inside one waited 38 s
-    /// (bench/runs/2026-12-06-h100-window-lane/). High jobs take the lane's other threads
+    /// other synthesis), and a WinningPoSt that found the lane's only thread inside one
+    /// waited 38 s (bench/runs/2026-12-06-h100-window-lane/). High jobs take the lane's other threads
     /// and, ahead of every Normal or Low job, the bulk threads.
     pub fn takes(self, index: usize, priority: Priority) -> bool {
         match self {
