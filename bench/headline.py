@@ -173,19 +173,37 @@ def rows():
                 "<= 1.1x alone (#41)",
                 f"{med:.2f} s ({under[0]:.2f}-{under[-1]:.2f}; {len(under)} partitions after the first proof) against {alone:.2f} s "
                 f"alone (median of {n_alone}, {f}): {med / alone:.2f}x", "H100, 2026-12-06", g))
-    g = d + "engine-32gib-window.txt"
-    m, text = grab(g, r"^  proof 0 \(.*\): done at ([\d.]+) s")
-    spans = sorted(e - st for st, e in prove_spans(text))
-    out.append(("32 GiB WindowPoSt partition (shape-only, 60.8 GB of parameters: not resident on an 80 GB card)",
-                "<= 4 s request to proof (#40)",
-                f"first of 5 submitted at once: {float(m.group(1)):.1f} s; prove() {spans[len(spans) // 2]:.1f} s "
-                f"({spans[0]:.1f}-{spans[-1]:.1f}; {len(spans)}), median", "H100, 2026-12-06", g))
     g = d + "engine-32gib-porep-urgent.txt"
     m, _ = grab(g, r"=== urgent jobs, urgent_synthesis_workers 1: worst ([\d.]+) s, mean [\d.]+ s; worst against the goal ([\d.]+) s")
     alone, _ = grab(g, r"alone on the idle engine: ([\d.]+) s \(best of 3\)")
     out.append(("32 GiB WinningPoSt beside PoRep proofs, urgent lane on", "<= 1 s (#40)",
                 f"worst of 2: {m.group(1)} s (alone {alone.group(1)} s; both came as a partition ended: the bound is {m.group(2)} s)",
                 "H100, 2026-12-06", g))
+
+    d = "2026-12-06-h100-mixed-load/"
+    g = d + "engine-32gib-window.txt"
+    m, text = grab(g, r"^  proof 0 \(.*\): done at ([\d.]+) s")
+    spans = sorted(e - st for st, e in prove_spans(text))
+    synth = sorted(float(x) for x in re.findall(r"^    S job \d+ partition +\d+ +[\d.]+ \.\. +[\d.]+ +\(([\d.]+) s\)", text, re.M))
+    out.append(("32 GiB WindowPoSt partition (shape-only, 60.8 GB of parameters: not resident on an 80 GB card)",
+                "<= 4 s request to proof (#40)",
+                f"first of 5 submitted at once: {float(m.group(1)):.1f} s; synthesis {synth[len(synth) // 2]:.1f} s "
+                f"({synth[0]:.1f}-{synth[-1]:.1f}), prove() {spans[len(spans) // 2]:.1f} s ({spans[0]:.1f}-{spans[-1]:.1f}), "
+                f"medians of {len(spans)}", "H100, 2026-12-06", g))
+    g = d + "engine-32gib-window-urgent.txt"
+    m, _ = grab(g, r"=== urgent jobs, urgent_synthesis_workers 1: worst ([\d.]+) s, mean [\d.]+ s")
+    alone, _ = grab(g, r"alone on the idle engine: ([\d.]+) s \(best of 3\)")
+    out.append(("32 GiB WinningPoSt beside 2 WindowPoSt partitions, urgent lane on (38.2 s before the lane took Critical jobs only)",
+                "<= 1 s (#40)", f"worst of 2: {m.group(1)} s (alone {alone.group(1)} s)", "H100, 2026-12-06", g))
+    g = d + "engine-32gib-mixed.txt"
+    m, text = grab(g, r"steady state ([\d.]+) s per proof \(10 partitions each")
+    b, _ = grab(g, r"=== beside: SnapDealsUpdate .*: request to proof ([\d.]+), ([\d.]+) s; prove\(\) per partition median ([\d.]+) s \(([\d.]+)-([\d.]+); (\d+)\)")
+    u = {lane: grab(g, r"=== urgent jobs, urgent_synthesis_workers " + lane + r": worst ([\d.]+) s")[0].group(1) for lane in ["0", "1"]}
+    out.append(("Mixed load: 3 PoRep proofs, 2 SnapDeals proofs beside them, 4 WinningPoSt as CRITICAL jobs (32 GiB, one H100)",
+                "each kind's latency (#40)",
+                f"PoRep {m.group(1)} s per proof steady state; SnapDeals request to proof {b.group(1)}, {b.group(2)} s (queued behind "
+                f"the PoRep jobs), prove() {b.group(3)} s ({b.group(4)}-{b.group(5)}; {b.group(6)}); WinningPoSt worst {u['1']} s "
+                f"with the urgent lane, {u['0']} s without", "H100, 2026-12-06", g))
 
     f = "2026-12-05-local-setup/setup-bench.log"
     m, _ = grab(f, r"^\| StackedDrg2KiBV1_1 \| \d+ \| ([\d.]+) s \(min ([\d.]+), max ([\d.]+), (\d+) rounds\) \| ([\d.]+) s")
