@@ -103,6 +103,66 @@ fn gpu_deferred_evaluation_proofs_equal_cpu_and_verify() {
     let _ = writeln!(std::io::stderr(), "GPU deferred evaluation: 4 sizes byte-identical to CPU, verified, unsatisfied rows equal");
 }
 
+/// A second compiled circuit is evaluated on the device even when the first circuit and the
+/// base arrays fill the resident half of the budget: idle base arrays give way to it. Before
+/// 2026-12-06 it went through host memory (a, b and c on the host, outside what the engine
+/// reserves for a deferred partition), as SnapDeals beside PoRep did on an 80 GB card
+/// (bench/runs/2026-12-06-h100-mixed-load). The budget is sized from a first pass so that the
+/// half is full; the proof must equal the CPU's and verify.
+#[test]
+fn gpu_a_second_circuit_takes_room_from_base_arrays() {
+    use cuzk_gpu::backend::EvalPath;
+    let Some(probe) = gpu("GPU circuit residency") else { return };
+    let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(17);
+    let dir = std::env::temp_dir().join(format!("cuzk-gpu-room-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let t = Synthetic::new((1 << 18) + 5, &mut rng, &dir);
+    let (full, first) = cuzk_groth16::compiled::compile(t.circuit.clone()).unwrap();
+    // The same circuit compiled again: the same bases, another circuit in the resident cache
+    // (its key is its host arrays).
+    let (_, second) = cuzk_groth16::compiled::compile(t.circuit.clone()).unwrap();
+    let (first, second) = (std::sync::Arc::new(first), std::sync::Arc::new(second));
+    let (r, s) = (Fr::random(&mut rng), Fr::random(&mut rng));
+    let deferred = |c: &std::sync::Arc<cuzk_groth16::compiled::CompiledCircuit>| {
+        c.deferred_witness(full.input_assignment.clone(), full.aux_assignment.clone())
+    };
+    let (on_cpu, _) = cuzk_groth16::prove(&CpuBackend, &t.srs, full.clone(), r, s).expect("CPU proof");
+
+    // Pass 1, the whole budget: the resident bytes of the base arrays alone, then of a
+    // circuit and the base arrays.
+    cuzk_groth16::prove(&probe, &t.srs, full.clone(), r, s).expect("GPU proof");
+    let bases = probe.resident().0;
+    probe.release_caches().unwrap();
+    cuzk_groth16::prove(&probe, &t.srs, deferred(&first), r, s).expect("GPU proof of a deferred witness");
+    let with_circuit = probe.resident().0;
+    drop(probe);
+    assert!(with_circuit > bases && bases > 0, "resident bytes: {bases} of bases, {with_circuit} with the circuit");
+    let circuit = with_circuit - bases;
+
+    // Pass 2: a budget whose resident half is the first circuit and the bases exactly.
+    let gpu = cuzk_gpu::GpuBackend::open(0, cuzk_gpu::VramBudget::Bytes(2 * with_circuit)).expect("GPU 0 with a small budget");
+    let (p1, _) = cuzk_groth16::prove(&gpu, &t.srs, deferred(&first), r, s).expect("GPU proof, first circuit");
+    assert_eq!(p1.to_bytes(), on_cpu.to_bytes(), "first circuit: the GPU's proof differs from the CPU's");
+    let full_half = gpu.resident().0;
+    assert!(
+        full_half + circuit > with_circuit,
+        "the setup did not fill the resident half ({full_half} of {with_circuit} bytes): the second circuit ({circuit}) would fit anyway"
+    );
+    let (p2, _) = cuzk_groth16::prove(&gpu, &t.srs, deferred(&second), r, s).expect("GPU proof, second circuit");
+    match gpu.last_report().eval {
+        EvalPath::Device { uploaded: true, .. } => {}
+        other => panic!("the second circuit was evaluated {other:?}, not uploaded and evaluated on the device"),
+    }
+    assert_eq!(p2.to_bytes(), on_cpu.to_bytes(), "second circuit: the GPU's proof differs from the CPU's");
+    assert!(t.verifies(&p2), "the proof does not verify");
+    assert!(gpu.resident().0 <= with_circuit, "the resident cache holds {} bytes, over its half {with_circuit}", gpu.resident().0);
+    let _ = writeln!(
+        std::io::stderr(),
+        "GPU circuit residency: a second circuit ({circuit} bytes) took room from base arrays in a full resident half \
+         ({full_half} of {with_circuit} bytes); proofs equal the CPU's, verified"
+    );
+}
+
 #[test]
 fn gpu_porep_proof_is_byte_identical_to_cpu_and_verifies() {
     let Some(gpu) = gpu("GPU 2 KiB PoRep whole proof") else { return };

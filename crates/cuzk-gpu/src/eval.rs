@@ -102,8 +102,9 @@ pub(crate) fn working_bytes(circuit: &dyn Constraints, log_n: u32) -> usize {
 
 /// Whether `gpu` evaluates `circuit` at 2^log_n now, and if not why. `h_step_bytes` is what
 /// the H step after it needs (the evaluation's buffers are freed by then, but for a, b and c).
-/// A circuit not resident yet is admitted as the MSM bases are: the resident cache stays
-/// within half the budget.
+/// A circuit not resident yet is admitted within the resident half of the budget, as the MSM
+/// bases are, but ahead of them: idle base arrays are evicted (least recently used first) to
+/// make its room.
 pub(crate) fn plan(gpu: &Gpu, circuit: &dyn Constraints, log_n: u32, h_step_bytes: usize) -> Plan {
     if !gpu.tuning().device_eval {
         return Plan::Host("device_eval is off");
@@ -119,13 +120,13 @@ pub(crate) fn plan(gpu: &Gpu, circuit: &dyn Constraints, log_n: u32, h_step_byte
         return if need <= gpu.available() { Plan::Device { resident } } else { Plan::Host("the H step does not fit beside the resident circuit") };
     }
     let size = reserved_size(Layout::of(circuit).bytes);
-    let budget = gpu.counters().budget;
-    let cached = gpu.resident.lock().unwrap().bytes();
-    if cached + size > budget / 2 {
-        return Plan::Host("the compiled circuit does not fit in the resident half of the budget");
-    }
     if size + need > gpu.available() {
         return Plan::Host("the compiled circuit and the H step do not fit the budget together");
+    }
+    // Idle base arrays give way to the circuit in the resident half (`make_room_for_circuit`
+    // says why); other circuits do not.
+    if !gpu.resident.lock().unwrap().make_room_for_circuit(size, gpu.counters().budget / 2) {
+        return Plan::Host("the compiled circuit does not fit in the resident half of the budget beside the other circuits and the arrays in use");
     }
     Plan::Device { resident }
 }

@@ -7,6 +7,10 @@
 //! they take at most half of it, and evicted (least recently used first) whenever an
 //! allocation would not fit otherwise. An entry in use by a running call is never evicted.
 //!
+//! Compiled circuits (eval.rs) are entries too, and rank above base arrays: a circuit that
+//! does not fit the half evicts idle base arrays, least recently used first, to make its room
+//! ([`ResidentCache::make_room_for_circuit`]), where a base array waits for room.
+//!
 //! Precomputed multiples of a base array (msm/multiples.rs) are entries too, under the
 //! bases' key with their width and copies: they are evicted before any base array or
 //! circuit, and the half of the budget counts only those.
@@ -182,6 +186,39 @@ impl ResidentCache {
         }
     }
 
+    /// Makes room in the resident half (`half` bytes, as [`ResidentCache::bytes`] counts) for
+    /// a compiled circuit of `size` bytes: evicts the least recently used base arrays not in
+    /// use, with their multiples, until it fits beside the rest. A circuit ranks above base
+    /// arrays: without it a, b and c are evaluated on the host, 12 GiB per 32 GiB partition of
+    /// host memory the engine did not reserve (it reserved the assignment only), where a base
+    /// array not kept costs its upload each call. Evicts nothing and returns false when even
+    /// every idle base array would not make the room (other circuits are never evicted here).
+    pub(crate) fn make_room_for_circuit(&mut self, size: usize, half: usize) -> bool {
+        let picked = circuit_room(
+            self.entries.iter().map(|e| {
+                let base = e.key.multiples == 0 && e.key.group != CIRCUIT_GROUP && Arc::strong_count(&e.buf) == 1;
+                (base, e.last_use, if e.key.multiples == 0 { e.buf.reserved_bytes() } else { 0 })
+            }),
+            size,
+            half,
+        );
+        let Some(picked) = picked else { return false };
+        let keys: Vec<ResidentKey> = picked.iter().map(|&i| self.entries[i].key).collect();
+        for key in &keys {
+            let e = self.entries.iter().find(|e| e.key == *key).expect("picked from the entries");
+            log::info!(
+                "GPU residency: evicting {} ({:.2} GiB; least recently used base array, not in use) for a compiled circuit of \
+                 {:.2} GiB: without it a, b and c would go through host memory",
+                key.describe(),
+                gib(e.buf.reserved_bytes()),
+                gib(size)
+            );
+            self.drop_multiples_of(key);
+            self.entries.retain(|e| e.key != *key);
+        }
+        true
+    }
+
     /// Logs, once per key, that an array is streamed rather than kept, and why.
     pub(crate) fn note_not_kept(&mut self, key: &ResidentKey, bytes: usize, why: &str) {
         if self.refused.contains(key) {
@@ -250,6 +287,25 @@ impl ResidentCache {
     }
 }
 
+/// Which entries to evict, among (an idle base array, last use, bytes counted in the resident
+/// half), so that `size` more bytes fit within `half`: the least recently used idle base
+/// arrays, as few as needed; empty when it fits already, None when evicting every idle base
+/// array would not make the room.
+fn circuit_room(entries: impl Iterator<Item = (bool, u64, usize)>, size: usize, half: usize) -> Option<Vec<usize>> {
+    let entries: Vec<(bool, u64, usize)> = entries.collect();
+    let mut cached: usize = entries.iter().map(|e| e.2).sum();
+    let mut idle: Vec<usize> = (0..entries.len()).filter(|&i| entries[i].0).collect();
+    idle.sort_by_key(|&i| entries[i].1);
+    let mut picked = Vec::new();
+    let mut idle = idle.into_iter();
+    while cached + size > half {
+        let i = idle.next()?;
+        cached -= entries[i].2;
+        picked.push(i);
+    }
+    Some(picked)
+}
+
 /// The entry to evict among (in use, multiples, last use): none in use; multiples before
 /// any base array or circuit; the least recently used of those.
 fn victim(entries: impl Iterator<Item = (bool, bool, u64)>) -> Option<usize> {
@@ -262,7 +318,27 @@ fn victim(entries: impl Iterator<Item = (bool, bool, u64)>) -> Option<usize> {
 
 #[cfg(test)]
 mod tests {
-    use super::{victim, ResidentKey, CIRCUIT_GROUP};
+    use super::{circuit_room, victim, ResidentKey, CIRCUIT_GROUP};
+
+    /// A compiled circuit takes room in the resident half from the least recently used idle
+    /// base arrays, as few as needed; never from an array in use or another circuit (not
+    /// offered as idle), and nothing is evicted when even all of them would not make room.
+    #[test]
+    fn a_circuit_evicts_the_least_recently_used_idle_base_arrays() {
+        // (idle base array, last use, bytes in the half)
+        let entries = [(true, 5, 30), (false, 1, 40), (true, 2, 20), (true, 9, 10)];
+        // 100 cached; 30 more within 100: 30 must go, the oldest idle first (20 at use 2,
+        // then 30 at use 5).
+        assert_eq!(circuit_room(entries.into_iter(), 30, 100), Some(vec![2, 0]));
+        assert_eq!(circuit_room(entries.into_iter(), 20, 100), Some(vec![2]), "as few as needed");
+        assert_eq!(circuit_room(entries.into_iter(), 0, 100), Some(vec![]), "it fits already");
+        assert_eq!(circuit_room(entries.into_iter(), 50, 150), Some(vec![]));
+        // Every idle array (60) frees room for 60 at most: 61 does not fit, and nothing goes.
+        assert_eq!(circuit_room(entries.into_iter(), 60, 100), Some(vec![2, 0, 3]));
+        assert_eq!(circuit_room(entries.into_iter(), 61, 100), None);
+        assert_eq!(circuit_room([(false, 1, 40)].into_iter(), 70, 100), None, "an array in use never goes");
+        assert_eq!(circuit_room(std::iter::empty(), 100, 100), Some(vec![]));
+    }
 
     /// The log names what an entry holds.
     #[test]
