@@ -252,6 +252,11 @@ impl ProofRunner for ShapeRunner {
     fn srs_for_circuit(&self, circuit_id: &str) -> Result<SrsRef, RunError> {
         Err(RunError::BadRequest(format!("engine-bench holds its own random parameters, not {circuit_id:?}").into()))
     }
+
+    /// The compiled circuits, as the daemon's runner counts them.
+    fn held_bytes(&self) -> u64 {
+        cuzk_filecoin::synthesis::compiled_bytes()
+    }
 }
 
 impl PreparedJob for ShapeJob {
@@ -525,15 +530,19 @@ pub fn run(args: &EngineBenchArgs) -> Result<()> {
         config.host_memory_budget_bytes = partition_budget(total, held, footprint)?;
         config.max_spool_bytes = (raw.len() as u64 + (1 << 20)) * (args.proofs as u64 + 1)
             + beside.iter().map(|(n, _, raw, _)| (raw.len() as u64 + (1 << 20)) * *n as u64).sum::<u64>();
+        // The compiled circuits (recorded above) the engine takes off itself, as the daemon's.
+        let circuits = cuzk_filecoin::synthesis::compiled_bytes();
+        let left = config.host_memory_budget_bytes.saturating_sub(circuits);
         println!(
             "--- {ndev} device(s), {workers} synthesis worker(s): host memory budget {:.1} GiB less {:.1} GiB of parameters the bench \
-             holds = {:.1} GiB for partitions; each partition reserves {:.1} GiB (the engine's formula), so at most {} partitions \
-             in memory at once",
+             holds and {:.1} GiB of compiled circuits = {:.1} GiB for partitions; each partition reserves {:.1} GiB (the engine's \
+             formula), so at most {} partitions in memory at once (one at the least)",
             gib(total),
             gib(held),
-            gib(config.host_memory_budget_bytes),
+            gib(circuits),
+            gib(left),
             gib(footprint),
-            config.host_memory_budget_bytes / footprint.max(1)
+            (left / footprint.max(1)).max(1)
         );
         let h_gpu = (ndev == 1 && args.gpu_workers == 1).then(|| gpus.first().cloned()).flatten();
         let timeline = Arc::new(Timeline {

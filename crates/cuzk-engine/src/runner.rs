@@ -161,6 +161,15 @@ pub trait ProofRunner: Send + Sync + 'static {
 
     /// The parameters of a circuit id, for explicit preload.
     fn srs_for_circuit(&self, circuit_id: &str) -> Result<SrsRef, RunError>;
+
+    /// Host memory this runner keeps across jobs, outside every job's reservation
+    /// (cuzk-filecoin: each proof type's compiled circuit, 8.5 GiB for the 32 GiB PoRep and
+    /// 11.6 GiB for the 32 GiB WindowPoSt). The host memory budget counts it as it counts
+    /// resident parameters: partitions get what is left. Synthesis threads ask before each
+    /// look for work, under the engine's lock: it must be cheap and take no engine lock.
+    fn held_bytes(&self) -> u64 {
+        0
+    }
 }
 
 thread_local! {

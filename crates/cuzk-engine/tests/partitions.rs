@@ -180,6 +180,34 @@ async fn a_budget_of_three_witnesses_never_holds_four() {
     assert_eq!(log.proved_partitions.lock().unwrap().len(), 12);
 }
 
+/// What the runner holds outside the jobs (compiled circuits) shares the budget: 500 bytes
+/// with 200 held leave three witnesses of 100 at once, where five would fit without it. And a
+/// runner holding more than the whole budget still lets one partition at a time go on.
+#[tokio::test(flavor = "multi_thread")]
+async fn what_the_runner_holds_is_taken_off_the_budget_but_never_stops_the_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = threads(dir.path(), 4, 1);
+    c.host_memory_budget_bytes = 500;
+    let (e, log) = start(c);
+    log.runner_held.store(200, Ordering::SeqCst);
+    let s = Script { partitions: 8, synth_ms: 5, prove_ms: 30, footprint: 100, ..Script::default() };
+    e.submit(porep("a", &s)).unwrap();
+    while !e.job("a").unwrap().state.is_terminal() {
+        let st = e.status();
+        assert!(st.memory.in_use_bytes <= 300, "{:?}: 200 of the 500 bytes are the runner's", st.memory);
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert_eq!(done(&e, "a").await.status, JobStatus::Completed);
+    assert_eq!(log.max_held.load(Ordering::SeqCst), 3, "three witnesses at once beside the runner's 200 bytes");
+
+    log.runner_held.store(10_000, Ordering::SeqCst);
+    log.max_held.store(0, Ordering::SeqCst);
+    e.submit(porep("b", &Script { partitions: 3, ..s })).unwrap();
+    assert_eq!(done(&e, "b").await.status, JobStatus::Completed);
+    assert_eq!(log.max_held.load(Ordering::SeqCst), 1, "one partition at a time when the runner holds more than the budget");
+    let _ = e.drain(Duration::from_secs(5));
+}
+
 /// Partition 3 of 5 fails on its worker: the job fails with that partition named, its other
 /// partitions stop, every byte it reserved comes back, and the next job runs.
 #[tokio::test(flavor = "multi_thread")]

@@ -195,6 +195,13 @@ pub fn compiled_for(key: &str) -> Option<Arc<CompiledCircuit>> {
     cache().lock().unwrap_or_else(|p| p.into_inner()).get(key).cloned()
 }
 
+/// Host bytes of the compiled circuits kept (`CompiledCircuit::bytes`, summed): what the
+/// engine's host memory budget counts beside partitions ([`crate::FilecoinRunner`]'s
+/// `held_bytes`). A circuit still used by a partition after it was replaced is not counted.
+pub fn compiled_bytes() -> u64 {
+    cache().lock().unwrap_or_else(|p| p.into_inner()).values().map(|c| c.bytes() as u64).sum()
+}
+
 /// Drops every compiled circuit (tests; memory pressure).
 pub fn clear_compiled() {
     cache().lock().unwrap_or_else(|p| p.into_inner()).clear();

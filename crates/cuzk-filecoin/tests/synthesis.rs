@@ -7,7 +7,7 @@
 //! porep_2kib.rs.
 
 use cuzk_filecoin::fixture::{default_fixture_dir, ensure_fixture};
-use cuzk_filecoin::synthesis::{clear_compiled, compiled_for, install_compiled, set_compiled_dir, SynthesisPath, SynthesisRun};
+use cuzk_filecoin::synthesis::{clear_compiled, compiled_bytes, compiled_for, install_compiled, set_compiled_dir, SynthesisPath, SynthesisRun};
 use cuzk_filecoin::{parse_c1, LabelHashing, PoRepJob};
 
 #[test]
@@ -24,6 +24,9 @@ fn compiled_porep_witness_equals_the_reference_and_a_stale_one_is_rebuilt() {
     assert!(recorded == reference, "recording changed the witness");
     let compiled = compiled_for(&job.circuit_key()).expect("recorded");
     assert_eq!(compiled.num_constraints(), reference.num_constraints());
+    // What the engine's budget counts beside partitions (FilecoinRunner's held_bytes).
+    assert_eq!(compiled_bytes(), compiled.bytes() as u64, "the one circuit kept");
+    assert_eq!(cuzk_engine::ProofRunner::held_bytes(&cuzk_filecoin::FilecoinRunner::new(&f.param_dir(), None).unwrap()), compiled.bytes() as u64);
     let (fast, t2) = job.synthesize_with(0, SynthesisPath::Compiled).unwrap();
     assert_eq!(t2.run, Some(SynthesisRun::Compiled));
     assert!(fast == reference, "the compiled witness differs from the reference");
@@ -62,6 +65,7 @@ fn compiled_porep_witness_equals_the_reference_and_a_stale_one_is_rebuilt() {
     let dir = std::env::temp_dir().join(format!("cuzk-synthesis-{}", std::process::id()));
     set_compiled_dir(Some(dir.clone()));
     clear_compiled();
+    assert_eq!(compiled_bytes(), 0, "nothing kept after clear_compiled");
     let (_, t6) = job.synthesize_with(0, SynthesisPath::Compiled).unwrap();
     assert_eq!(t6.run, Some(SynthesisRun::Recorded));
     let file = std::fs::read_dir(&dir).unwrap().next().expect("a saved file").unwrap().path();

@@ -291,7 +291,8 @@ pub struct EngineSettings {
     /// takes Critical jobs only (`cuzk_engine` `Lane::takes`); 0 turns the lane off.
     /// Unset: 1.
     pub urgent_synthesis_workers: Option<usize>,
-    /// Host memory synthesized and proving jobs may hold, bytes; unset: 3/4 of RAM.
+    /// Host memory synthesized and proving jobs, resident parameters and compiled circuits
+    /// may hold, bytes; unset: 3/4 of RAM.
     pub host_memory_budget_bytes: Option<u64>,
     /// Seconds a result is kept when nobody fetches it; unset: the engine's default.
     pub result_ttl_secs: Option<u64>,

@@ -31,7 +31,9 @@ pub struct EngineConfig {
     /// fills the pool a WinningPoSt then queues into. 0 turns the lane off.
     pub urgent_synthesis_workers: usize,
     /// Host memory that synthesized-but-unproved and proving partitions, the prepared jobs
-    /// they belong to, and resident parameters may hold together.
+    /// they belong to, resident parameters and what the runner keeps across jobs
+    /// (`ProofRunner::held_bytes`: compiled circuits) may hold together. The runner's share
+    /// bounds how far synthesis runs ahead; one partition at a time always goes on.
     pub host_memory_budget_bytes: u64,
     /// Resident parameters above this are evicted when idle (LRU); 0 = no limit. They count
     /// against `host_memory_budget_bytes` as well, and idle ones make room there.

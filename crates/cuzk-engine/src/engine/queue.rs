@@ -267,6 +267,10 @@ pub(crate) struct SchedulerState {
     pub ready: BTreeSet<(QueueKey, usize)>,
     pub mem_in_use: u64,
     pub mem_high_water: u64,
+    /// Host memory the runner holds outside every reservation ([`crate::ProofRunner::held_bytes`]:
+    /// compiled circuits), as a synthesis thread last read it; taken off the budget for
+    /// partitions, as resident parameters are, while a partition is in memory.
+    pub runner_held: u64,
     /// The part of `mem_in_use` that started jobs hold until they end (their `job_bytes`).
     pub job_bytes_in_use: u64,
     /// Parameters not resident yet, reserved (bytes, by circuit id) by the job that started
@@ -383,7 +387,8 @@ impl SchedulerState {
     }
 
     /// The next task for a synthesis thread of `lane` within `budget` bytes, which resident
-    /// parameters (`params`) and parameters being loaded share with partitions; reserves
+    /// parameters (`params`), parameters being loaded and what the runner holds
+    /// (`runner_held`) share with partitions; reserves
     /// what it needs. Thread `index` of an urgent lane passes over every job it does not
     /// take ([`Lane::takes`]). When it returns `None` for want of memory, `memory_wanted`
     /// says how much.
@@ -392,7 +397,10 @@ impl SchedulerState {
         let loading: u64 = self.params_loading.values().sum();
         let params_bytes = params.resident_bytes().saturating_add(loading);
         let full_budget = budget;
-        let budget = budget.saturating_sub(params_bytes);
+        // What the runner holds is taken off while some partition is in memory (it comes back):
+        // it bounds how far synthesis runs ahead, never whether a partition can start at all.
+        let held = if self.mem_in_use > self.job_bytes_in_use { self.runner_held } else { 0 };
+        let budget = budget.saturating_sub(params_bytes).saturating_sub(held);
         let mut may_start = !self.paused && !self.draining && !self.stopping && self.any_device_healthy();
         let head = if may_start { self.queued.first().cloned() } else { None };
         let mut order: Vec<QueueKey> = self.active.iter().cloned().collect();

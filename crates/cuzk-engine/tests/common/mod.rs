@@ -72,6 +72,9 @@ pub struct Scripted {
     pub proving: AtomicI64,
     pub max_proving: AtomicI64,
     pub cancelled_in_prove: AtomicUsize,
+    /// What the runner says it holds outside the jobs (`ProofRunner::held_bytes`: compiled
+    /// circuits in cuzk-filecoin).
+    pub runner_held: std::sync::atomic::AtomicU64,
 }
 
 /// Counts one up in `now` (and `max`) until dropped.
@@ -139,6 +142,10 @@ impl ProofRunner for ScriptedRunner {
         Err(RunError::BadRequest(format!(
             "no circuit {circuit_id} in the test runner"
         ).into()))
+    }
+
+    fn held_bytes(&self) -> u64 {
+        self.0.runner_held.load(Ordering::SeqCst)
     }
 }
 
