@@ -204,7 +204,9 @@ pub fn compiled_bytes() -> u64 {
 
 /// Drops every compiled circuit (tests; memory pressure).
 pub fn clear_compiled() {
-    cache().lock().unwrap_or_else(|p| p.into_inner()).clear();
+    // Freed after the lock: the engine's scheduler reads the cache (`compiled_bytes`).
+    let old = std::mem::take(&mut *cache().lock().unwrap_or_else(|p| p.into_inner()));
+    drop(old);
 }
 
 /// Records the circuit (its parts in parallel, when given; the whole circuit if the parts
@@ -237,7 +239,9 @@ fn record<C: Circuit<Scalar> + Send, E>(
             Err(e) => log::warn!("compiled circuit {key}: saving to {} failed: {e}", path.display()),
         }
     }
-    cache().lock().unwrap_or_else(|p| p.into_inner()).insert(key.to_string(), Arc::new(compiled));
+    // A replaced circuit (GiB) is freed after the lock, as in `clear_compiled`.
+    let old = cache().lock().unwrap_or_else(|p| p.into_inner()).insert(key.to_string(), Arc::new(compiled));
+    drop(old);
     Ok(w)
 }
 

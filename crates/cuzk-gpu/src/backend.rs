@@ -451,12 +451,15 @@ impl Backend for GpuBackend {
         let n = domain_size(circuit.num_constraints());
         let log_n = ntt_log_size(n)?;
         check_msm_args(h_bases.len(), Selection::All, n - 1)?;
-        let plan = if !self.gpu.tuning().device_h || log_n == 0 {
-            eval::Plan::Host("device_h is off")
-        } else {
-            eval::plan(&self.gpu, circuit, log_n, ntt::h_step_bytes(log_n))
+        // The plan may evict resident arrays for the circuit: it runs in the device region,
+        // which the evaluation below keeps, so that no other call takes the room between.
+        let region = if !self.gpu.tuning().device_h || log_n == 0 { None } else { Some(self.gpu.enter().map_err(unavailable)?) };
+        let plan = match &region {
+            None => eval::Plan::Host("device_h is off"),
+            Some(_) => eval::plan(&self.gpu, circuit, log_n, ntt::h_step_bytes(log_n)),
         };
         if let eval::Plan::Host(why) = plan {
+            drop(region);
             // Said once per change of reason, under eval's target with the upload's line.
             let mut last = self.last.lock().unwrap();
             if last.eval != EvalPath::Host(why) {
@@ -468,7 +471,7 @@ impl Backend for GpuBackend {
         }
         let t = Instant::now();
         let h = {
-            let _region = self.gpu.enter().map_err(unavailable)?;
+            let _region = region;
             self.gpu.check_cancel().map_err(unavailable)?;
             let e = eval::evaluate(&self.gpu, circuit, inputs, aux, log_n).map_err(unavailable)?;
             {

@@ -126,7 +126,7 @@ pub(crate) fn plan(gpu: &Gpu, circuit: &dyn Constraints, log_n: u32, h_step_byte
     // Idle base arrays give way to the circuit in the resident half (`make_room_for_circuit`
     // says why); other circuits do not.
     if !gpu.resident.lock().unwrap().make_room_for_circuit(size, gpu.counters().budget / 2) {
-        return Plan::Host("the compiled circuit does not fit in the resident half of the budget beside the other circuits and the arrays in use");
+        return Plan::Host("the compiled circuit does not fit in the resident half of the budget, even with every idle base array evicted");
     }
     Plan::Device { resident }
 }

@@ -205,12 +205,19 @@ impl ResidentCache {
         let Some(picked) = picked else { return false };
         let keys: Vec<ResidentKey> = picked.iter().map(|&i| self.entries[i].key).collect();
         for key in &keys {
-            let e = self.entries.iter().find(|e| e.key == *key).expect("picked from the entries");
+            let bytes = self.entries.iter().find(|e| e.key == *key).map_or(0, |e| e.buf.reserved_bytes());
+            let multiples: usize = self
+                .entries
+                .iter()
+                .filter(|e| e.key.multiples != 0 && ResidentKey { multiples: 0, ..e.key } == *key)
+                .map(|e| e.buf.reserved_bytes())
+                .sum();
             log::info!(
-                "GPU residency: evicting {} ({:.2} GiB; least recently used base array, not in use) for a compiled circuit of \
-                 {:.2} GiB: without it a, b and c would go through host memory",
+                "GPU residency: evicting {} ({:.2} GiB, and {:.2} GiB of its multiples; least recently used base array, not in \
+                 use) for a compiled circuit of {:.2} GiB: without it a, b and c would go through host memory",
                 key.describe(),
-                gib(e.buf.reserved_bytes()),
+                gib(bytes),
+                gib(multiples),
                 gib(size)
             );
             self.drop_multiples_of(key);

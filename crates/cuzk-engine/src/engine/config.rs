@@ -33,7 +33,8 @@ pub struct EngineConfig {
     /// Host memory that synthesized-but-unproved and proving partitions, the prepared jobs
     /// they belong to, resident parameters and what the runner keeps across jobs
     /// (`ProofRunner::held_bytes`: compiled circuits) may hold together. The runner's share
-    /// bounds how far synthesis runs ahead; one partition at a time always goes on.
+    /// bounds how far synthesis runs ahead (a partition that fits beside the parameters always
+    /// goes on) and never evicts idle parameters.
     pub host_memory_budget_bytes: u64,
     /// Resident parameters above this are evicted when idle (LRU); 0 = no limit. They count
     /// against `host_memory_budget_bytes` as well, and idle ones make room there.

@@ -401,6 +401,9 @@ impl SchedulerState {
         // it bounds how far synthesis runs ahead, never whether a partition can start at all.
         let held = if self.mem_in_use > self.job_bytes_in_use { self.runner_held } else { 0 };
         let budget = budget.saturating_sub(params_bytes).saturating_sub(held);
+        // Idle parameters are evicted only for what partitions lack beside them, never for
+        // the runner's share: that shortfall waits for the partitions in flight.
+        let evict_over = budget.saturating_add(held);
         let mut may_start = !self.paused && !self.draining && !self.stopping && self.any_device_healthy();
         let head = if may_start { self.queued.first().cloned() } else { None };
         let mut order: Vec<QueueKey> = self.active.iter().cloned().collect();
@@ -445,7 +448,7 @@ impl SchedulerState {
                     return Some(SynthesisTask::Fail { id, message: too_large(plan, full_budget) });
                 }
                 if in_use.saturating_add(need).saturating_add(load) > budget {
-                    want(&mut self.memory_wanted, in_use.saturating_add(need).saturating_add(load).saturating_sub(budget), circuit);
+                    want(&mut self.memory_wanted, in_use.saturating_add(need).saturating_add(load).saturating_sub(evict_over), circuit);
                     if returns {
                         return None;
                     }
@@ -502,7 +505,7 @@ impl SchedulerState {
             }
             if in_use.saturating_add(run.partition_bytes) > budget {
                 let circuit = job.plan.as_ref().and_then(|p| p.srs.as_ref()).map(|r| r.circuit_id.clone());
-                want(&mut self.memory_wanted, in_use.saturating_add(run.partition_bytes).saturating_sub(budget), circuit);
+                want(&mut self.memory_wanted, in_use.saturating_add(run.partition_bytes).saturating_sub(evict_over), circuit);
                 if returns {
                     return None;
                 }
