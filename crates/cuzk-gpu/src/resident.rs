@@ -81,6 +81,11 @@ impl ResidentKey {
         }
     }
 
+    /// Whether this key names multiples (of any width) of the bases `key` names.
+    pub(crate) fn is_multiples_of(&self, key: &ResidentKey) -> bool {
+        self.multiples != 0 && ResidentKey { multiples: 0, ..*self } == *key
+    }
+
     /// The key of the multiples 2^(c j) P, j = 1 .. per - 1, of the bases this key names.
     pub(crate) fn multiples(self, c: u32, per: u32) -> ResidentKey {
         ResidentKey { multiples: c << 8 | per, ..self }
@@ -209,7 +214,7 @@ impl ResidentCache {
             let multiples: usize = self
                 .entries
                 .iter()
-                .filter(|e| e.key.multiples != 0 && ResidentKey { multiples: 0, ..e.key } == *key)
+                .filter(|e| e.key.is_multiples_of(key))
                 .map(|e| e.buf.reserved_bytes())
                 .sum();
             log::info!(
@@ -270,14 +275,14 @@ impl ResidentCache {
     /// Drops the multiples of the bases `key` names (those in use by a running call stay
     /// until it ends: its buffer is shared).
     pub(crate) fn drop_multiples_of(&mut self, key: &ResidentKey) {
-        self.entries.retain(|e| !(e.key.multiples != 0 && ResidentKey { multiples: 0, ..e.key } == *key));
+        self.entries.retain(|e| !e.key.is_multiples_of(key));
     }
 
     /// The resident multiples of the bases `key` names, whatever their width: (c, per, buffer).
     pub(crate) fn multiples_of(&mut self, key: &ResidentKey) -> Option<(u32, u32, Arc<DeviceBuffer>)> {
         self.tick += 1;
         let tick = self.tick;
-        let e = self.entries.iter_mut().find(|e| e.key.multiples != 0 && ResidentKey { multiples: 0, ..e.key } == *key)?;
+        let e = self.entries.iter_mut().find(|e| e.key.is_multiples_of(key))?;
         e.last_use = tick;
         Some((e.key.multiples >> 8, e.key.multiples & 0xff, e.buf.clone()))
     }

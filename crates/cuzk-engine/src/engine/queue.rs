@@ -267,10 +267,6 @@ pub(crate) struct SchedulerState {
     pub ready: BTreeSet<(QueueKey, usize)>,
     pub mem_in_use: u64,
     pub mem_high_water: u64,
-    /// Host memory the runner holds outside every reservation ([`crate::ProofRunner::held_bytes`]:
-    /// compiled circuits), as a synthesis thread last read it; taken off the budget for
-    /// partitions, as resident parameters are, while a partition is in memory.
-    pub runner_held: u64,
     /// The part of `mem_in_use` that started jobs hold until they end (their `job_bytes`).
     pub job_bytes_in_use: u64,
     /// Parameters not resident yet, reserved (bytes, by circuit id) by the job that started
@@ -383,23 +379,34 @@ impl SchedulerState {
     /// [`SchedulerState::next_synthesis_task_in`] for a thread of [`Lane::All`] (tests).
     #[cfg(test)]
     pub fn next_synthesis_task(&mut self, budget: u64, params: &dyn ParamsView) -> Option<SynthesisTask> {
-        self.next_synthesis_task_in(budget, params, Lane::All, 0)
+        self.next_synthesis_task_in(budget, 0, params, Lane::All, 0)
     }
 
     /// The next task for a synthesis thread of `lane` within `budget` bytes, which resident
-    /// parameters (`params`), parameters being loaded and what the runner holds
-    /// (`runner_held`) share with partitions; reserves
+    /// parameters (`params`), parameters being loaded and what the runner holds outside every
+    /// reservation (`runner_held`, [`crate::ProofRunner::held_bytes`]: compiled circuits)
+    /// share with partitions; reserves
     /// what it needs. Thread `index` of an urgent lane passes over every job it does not
     /// take ([`Lane::takes`]). When it returns `None` for want of memory, `memory_wanted`
     /// says how much.
-    pub fn next_synthesis_task_in(&mut self, budget: u64, params: &dyn ParamsView, lane: Lane, index: usize) -> Option<SynthesisTask> {
+    pub fn next_synthesis_task_in(
+        &mut self,
+        budget: u64,
+        runner_held: u64,
+        params: &dyn ParamsView,
+        lane: Lane,
+        index: usize,
+    ) -> Option<SynthesisTask> {
         self.memory_wanted = (0, None);
         let loading: u64 = self.params_loading.values().sum();
         let params_bytes = params.resident_bytes().saturating_add(loading);
         let full_budget = budget;
         // What the runner holds is taken off while some partition is in memory (it comes back):
         // it bounds how far synthesis runs ahead, never whether a partition can start at all.
-        let held = if self.mem_in_use > self.job_bytes_in_use { self.runner_held } else { 0 };
+        // Memory that comes back without a new partition starting (some partition is in
+        // flight or waiting for a worker): worth waiting for.
+        let returns = self.mem_in_use > self.job_bytes_in_use;
+        let held = if returns { runner_held } else { 0 };
         let budget = budget.saturating_sub(params_bytes).saturating_sub(held);
         // Idle parameters are evicted only for what partitions lack beside them, never for
         // the runner's share: that shortfall waits for the partitions in flight.
@@ -416,9 +423,6 @@ impl SchedulerState {
                 continue;
             }
             let id = key.job_id.clone();
-            // Memory that comes back without a new partition starting (some partition is
-            // in flight or waiting for a worker): worth waiting for.
-            let returns = self.mem_in_use > self.job_bytes_in_use;
             let in_use = self.mem_in_use;
             let Some(job) = self.jobs.get_mut(&id) else { continue };
             let Some(run) = job.run.as_mut() else {
@@ -854,13 +858,13 @@ mod tests {
         let mut s = state(&[("low", Priority::Low, 3, 10)]);
         let none = Params::default();
         assert!(matches!(s.next_synthesis_task(100, &none), Some(SynthesisTask::Prepare { .. })));
-        assert!(s.next_synthesis_task_in(100, &none, Lane::Urgent, 1).is_none(), "nothing urgent yet");
+        assert!(s.next_synthesis_task_in(100, 0, &none, Lane::Urgent, 1).is_none(), "nothing urgent yet");
         let mut window = JobEntry::new(ProofKind::WindowPostPartition, Priority::High, 8, None);
         window.plan = Some(JobPlan::new(1, 10));
         s.queued.insert(window.key("window"));
         s.jobs.insert("window".into(), window);
-        assert!(s.next_synthesis_task_in(100, &none, Lane::Urgent, 0).is_none(), "the first lane thread is kept for Critical jobs");
-        match s.next_synthesis_task_in(100, &none, Lane::Urgent, 1) {
+        assert!(s.next_synthesis_task_in(100, 0, &none, Lane::Urgent, 0).is_none(), "the first lane thread is kept for Critical jobs");
+        match s.next_synthesis_task_in(100, 0, &none, Lane::Urgent, 1) {
             Some(SynthesisTask::Prepare { id }) => assert_eq!(id, "window"),
             _ => panic!("the lane's second thread did not start the High job"),
         }
@@ -868,7 +872,7 @@ mod tests {
         win.plan = Some(JobPlan::new(1, 10));
         s.queued.insert(win.key("win"));
         s.jobs.insert("win".into(), win);
-        match s.next_synthesis_task_in(100, &none, Lane::Urgent, 0) {
+        match s.next_synthesis_task_in(100, 0, &none, Lane::Urgent, 0) {
             Some(SynthesisTask::Prepare { id }) => assert_eq!(id, "win"),
             _ => panic!("the urgent lane did not start the Critical job"),
         }

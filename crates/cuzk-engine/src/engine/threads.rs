@@ -29,8 +29,8 @@ impl Engine {
                         return;
                     }
                     let budget = self.cfg().host_memory_budget_bytes;
-                    s.runner_held = shared.runner.held_bytes();
-                    if let Some(task) = s.next_synthesis_task_in(budget, &shared.srs, lane, index) {
+                    let held = shared.runner.held_bytes();
+                    if let Some(task) = s.next_synthesis_task_in(budget, held, &shared.srs, lane, index) {
                         break task;
                     }
                     // Short of memory: idle parameters (no started job holds them) make room
