@@ -7,6 +7,7 @@ mod gpu_bench;
 mod kinds_bench;
 mod msm_plan;
 mod progress;
+mod satisfying;
 mod setup_bench;
 mod engine_bench;
 mod engine_report;
@@ -62,7 +63,12 @@ enum Cmd {
         /// cannot verify, for benches only). No parameters, no sealing.
         #[arg(long)]
         shape_only: bool,
+        #[command(flatten)]
+        satisfying: satisfying::SatisfyingArgs,
     },
+    /// filecoin-proofs' verify_seal on a PoRep proof file, in this process: fails unless it
+    /// verifies.
+    Verify(satisfying::VerifyArgs),
     /// Prove a PoRep C1 output (PoRep commit phase 2) and write the proof bytes.
     Prove {
         /// C1 output: bare SealCommitPhase1Output JSON or a lotus-bench envelope.
@@ -507,10 +513,14 @@ fn shape_only_kinds(dir: &Path, size: u64, seed: u64) -> Result<()> {
 fn run(cli: Cli) -> Result<()> {
     let daemon = cli.daemon.daemon();
     match cli.cmd {
-        Cmd::GenFixture { sector_size, out, shape_only: true } => {
+        Cmd::GenFixture { sector_size, out, shape_only: true, .. } => {
             shape_only_fixture(out, parse_sector_size(&sector_size)?)?
         }
-        Cmd::GenFixture { sector_size, out, shape_only: false } => {
+        Cmd::GenFixture { sector_size, out, satisfying, .. } if satisfying.satisfying => {
+            satisfying::run(out, parse_sector_size(&sector_size)?, &satisfying)?
+        }
+        Cmd::Verify(args) => satisfying::verify(&args)?,
+        Cmd::GenFixture { sector_size, out, .. } => {
             let size = parse_sector_size(&sector_size)?;
             let f = fixture(out, size)?;
             println!("  proof type  {:?}", f.info.registered_proof);

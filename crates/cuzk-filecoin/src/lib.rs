@@ -20,6 +20,9 @@
 //!   same kind, marked by a tag in every comm_c, which the daemon refuses;
 //! - [`runner`]: every kind as cuzk-engine's `ProofRunner` ([`FilecoinRunner`]): the
 //!   engine schedules partitions, the runner knows the circuits;
+//! - `satisfying_c1` (feature `testing`): C1 outputs that satisfy their circuits at any
+//!   interactive PoRep size, 32 GiB included, without sealing (zero data, sparse trees, the
+//!   challenged nodes' labels from their real parents): their proofs verify;
 //! - `fixture` (feature `testing`): test parameters and a sealed small sector, cached.
 //!
 //! Architecture invariant: circuits, public inputs, verification and the proof byte format
@@ -41,6 +44,10 @@ pub mod porep;
 pub mod porep_circuit;
 pub mod post;
 pub mod runner;
+/// Satisfying C1 outputs at any interactive PoRep size without sealing (test inputs that
+/// verify): tests and cuzk-bench, never the daemon.
+#[cfg(any(test, feature = "testing"))]
+pub mod satisfying_c1;
 /// Shape-only C1 outputs for benches (they cannot verify): never the daemon.
 #[cfg(any(test, feature = "testing"))]
 pub mod shape_c1;

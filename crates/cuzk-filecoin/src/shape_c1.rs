@@ -294,14 +294,14 @@ fn shaped<Tree: 'static + MerkleTreeTrait>(
     })
 }
 
-fn commitment<D: Domain>(d: &D) -> [u8; 32] {
+pub(crate) fn commitment<D: Domain>(d: &D) -> [u8; 32] {
     let mut out = [0u8; 32];
     out.copy_from_slice(d.as_ref());
     out
 }
 
 /// filecoin-proofs-api's vanilla proof enum, whose variant is by sector size.
-fn api_proofs<Tree: 'static + MerkleTreeTrait>(
+pub(crate) fn api_proofs<Tree: 'static + MerkleTreeTrait>(
     size: u64,
     proofs: Vec<Vec<RawVanillaSealProof<Tree>>>,
 ) -> Result<VanillaSealProof> {

@@ -26,7 +26,7 @@
 use std::path::{Path, PathBuf};
 
 use bellpepper_core::{Circuit, SynthesisError};
-use blstrs::{G1Projective, G2Projective, Scalar};
+use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use ff::{Field, PrimeField};
 use group::{Curve, Group};
 use rand_core::RngCore;
@@ -320,9 +320,24 @@ macro_rules! affine_xy {
 affine_xy!(blstrs::G1Affine, blstrs::Fp);
 affine_xy!(blstrs::G2Affine, blstrs::Fp2);
 
-/// The parameters of `circuit` for `waste` (its `path` empty until written): equal to
-/// bellperson's `generate_parameters` for the same circuit and waste.
-pub fn generate(circuit: &CompiledCircuit, waste: &ToxicWaste, progress: &dyn Progress) -> Result<Srs, SetupError> {
+/// One part of the parameters as [`generate_sections`] makes it, in the `.params` file's
+/// order: the verifying key, then h, l, a and b_g1 (G1), then b_g2 (G2).
+pub enum Section {
+    Vk(VerifyingKey),
+    G1(&'static str, Vec<G1Affine>),
+    G2(&'static str, Vec<G2Affine>),
+}
+
+/// The parameters of `circuit` for `waste`, section by section into `sink`, each section
+/// made only when the one before it has been taken: at most one section's points and scalars
+/// are held beside the circuit's QAP (at the 32 GiB PoRep's 130 M constraints, about 13 GB
+/// of points and 4 GB of scalars, against 47 GB for the whole set).
+pub fn generate_sections(
+    circuit: &CompiledCircuit,
+    waste: &ToxicWaste,
+    progress: &dyn Progress,
+    sink: &mut dyn FnMut(Section) -> Result<(), SetupError>,
+) -> Result<(), SetupError> {
     let (ni, na) = (circuit.num_inputs, circuit.num_aux);
     let n = circuit.num_constraints();
     let log = domain_log(n)?;
@@ -350,10 +365,8 @@ pub fn generate(circuit: &CompiledCircuit, waste: &ToxicWaste, progress: &dyn Pr
     progress.advance(1);
     progress.finish();
 
-    // G1 scalars, section after section: h, ic, l, a, b_g1.
-    let h_len = m - 1;
-    let mut g1: Vec<Scalar> = geometric(h_len, zt * delta_inv, tau);
-    let ext: Vec<Scalar> = (0..ni + na)
+    // (beta u + alpha v + w) / gamma for the inputs (ic), / delta for the aux (l).
+    let mut ext: Vec<Scalar> = (0..ni + na)
         .into_par_iter()
         .map(|j| (waste.beta * u[j] + waste.alpha * v[j] + w[j]) * if j < ni { gamma_inv } else { delta_inv })
         .collect();
@@ -361,50 +374,71 @@ pub fn generate(circuit: &CompiledCircuit, waste: &ToxicWaste, progress: &dyn Pr
     if let Some(j) = (ni..ni + na).find(|&j| ext[j].is_zero_vartime()) {
         return Err(SetupError::Unconstrained { index: j - ni, aux: na });
     }
-    g1.extend_from_slice(&ext);
-    drop(ext);
-    let nonzero = |x: &Vec<Scalar>| -> Vec<Scalar> { x.iter().copied().filter(|s| !s.is_zero_vartime()).collect() };
-    let (a, b) = (nonzero(&u), nonzero(&v));
-    drop((u, v));
-    let a_len = a.len();
-    g1.extend_from_slice(&a);
-    g1.extend_from_slice(&b);
-    drop(a);
-
-    progress.stage("G1 points (h, ic, l, a, b)", g1.len() as u64);
-    let table = FixedBase::<G1Projective>::new(waste.g1, FixedBase::<G1Projective>::window_for(g1.len()));
-    let mut g1_points = table.mul_all(&g1, progress);
-    drop((table, g1));
-    progress.finish();
-
-    progress.stage("G2 points (b)", b.len() as u64);
-    let table = FixedBase::<G2Projective>::new(waste.g2, FixedBase::<G2Projective>::window_for(b.len()));
-    let b_g2 = table.mul_all(&b, progress);
-    drop(table);
-    progress.finish();
-
-    let b_g1 = g1_points.split_off(h_len + ni + na + a_len);
-    let a_g1 = g1_points.split_off(h_len + ni + na);
-    let l = g1_points.split_off(h_len + ni);
-    let ic = g1_points.split_off(h_len);
-    let h = g1_points;
+    let nonzero = |x: &[Scalar]| -> Vec<Scalar> { x.par_iter().copied().filter(|s| !s.is_zero_vartime()).collect() };
+    let count_nonzero = |x: &[Scalar]| x.par_iter().filter(|s| !s.is_zero_vartime()).count();
+    let h_len = m - 1;
+    let g1_count = h_len + ni + na + count_nonzero(&u) + count_nonzero(&v);
+    let g1_table = FixedBase::<G1Projective>::new(waste.g1, FixedBase::<G1Projective>::window_for(g1_count));
+    let g1_section = |name: &'static str, scalars: &[Scalar]| -> Vec<G1Affine> {
+        progress.stage(&format!("G1 points: {name}"), scalars.len() as u64);
+        let points = g1_table.mul_all(scalars, progress);
+        progress.finish();
+        points
+    };
 
     let (g1, g2) = (waste.g1.to_affine(), waste.g2.to_affine());
-    let vk = VerifyingKey {
+    let l_scalars = ext.split_off(ni);
+    sink(Section::Vk(VerifyingKey {
         alpha_g1: (g1 * waste.alpha).to_affine(),
         beta_g1: (g1 * waste.beta).to_affine(),
         beta_g2: (g2 * waste.beta).to_affine(),
         gamma_g2: (g2 * waste.gamma).to_affine(),
         delta_g1: (g1 * waste.delta).to_affine(),
         delta_g2: (g2 * waste.delta).to_affine(),
-        ic,
-    };
+        ic: g1_section("ic", &ext),
+    }))?;
+    let h = g1_section("h", &geometric(h_len, zt * delta_inv, tau));
+    sink(Section::G1("h", h))?;
+    let l = g1_section("l", &l_scalars);
+    drop(l_scalars);
+    sink(Section::G1("l", l))?;
+    let a = g1_section("a", &nonzero(&u));
+    drop(u);
+    sink(Section::G1("a", a))?;
+    let b = nonzero(&v);
+    drop(v);
+    let b_g1 = g1_section("b_g1", &b);
+    drop(g1_table);
+    sink(Section::G1("b_g1", b_g1))?;
+
+    progress.stage("G2 points: b_g2", b.len() as u64);
+    let table = FixedBase::<G2Projective>::new(waste.g2, FixedBase::<G2Projective>::window_for(b.len()));
+    let b_g2 = table.mul_all(&b, progress);
+    progress.finish();
+    sink(Section::G2("b_g2", b_g2))
+}
+
+/// The parameters of `circuit` for `waste` in memory (its `path` empty until written): equal
+/// to bellperson's `generate_parameters` for the same circuit and waste.
+pub fn generate(circuit: &CompiledCircuit, waste: &ToxicWaste, progress: &dyn Progress) -> Result<Srs, SetupError> {
+    let mut vk = None;
+    let mut g1: Vec<Vec<G1Affine>> = Vec::with_capacity(4);
+    let mut b_g2 = Vec::new();
+    generate_sections(circuit, waste, progress, &mut |section| {
+        match section {
+            Section::Vk(k) => vk = Some(k),
+            Section::G1(_, points) => g1.push(points),
+            Section::G2(_, points) => b_g2 = points,
+        }
+        Ok(())
+    })?;
+    let [h, l, a, b_g1]: [Vec<G1Affine>; 4] = g1.try_into().expect("generate_sections makes four G1 sections");
     Ok(Srs {
         path: PathBuf::new(),
-        vk,
+        vk: vk.expect("generate_sections makes the verifying key first"),
         h: h.into(),
         l: l.into(),
-        a: a_g1.into(),
+        a: a.into(),
         b_g1: b_g1.into(),
         b_g2: b_g2.into(),
     })
@@ -417,27 +451,45 @@ fn partial(path: &Path) -> PathBuf {
     path.with_file_name(name)
 }
 
-/// Writes the parameters as bellperson's `.params` file at `params` and the verifying key
-/// as its `.vk` file at `vk`: both written whole to partial files and synced first, then
+/// Writes the parameters of `circuit` for `waste` as bellperson's `.params` file at
+/// `params` and the verifying key as its `.vk` file at `vk`, each section written as soon as
+/// it is made ([`generate_sections`]): both whole to partial files and synced first, then
 /// renamed into place, so a reader never sees part of either under its final name. On
 /// failure the partial files are removed.
-pub fn write_files(srs: &Srs, params: &Path, vk: &Path) -> Result<(), SetupError> {
+pub fn write_generated(
+    circuit: &CompiledCircuit,
+    waste: &ToxicWaste,
+    params: &Path,
+    vk: &Path,
+    progress: &dyn Progress,
+) -> Result<(), SetupError> {
+    use std::io::Write;
     let io = |path: &Path| {
         let path = path.to_path_buf();
         move |source| SetupError::Io { path, source }
     };
     let (params_tmp, vk_tmp) = (partial(params), partial(vk));
     let written = (|| {
-        srs.write_params(&params_tmp).map_err(|e| match e {
-            crate::SrsError::Io { path, source } => SetupError::Io { path, source },
-            other => SetupError::Io { path: params_tmp.clone(), source: std::io::Error::other(other.to_string()) },
+        let file = std::fs::File::create(&params_tmp).map_err(io(&params_tmp))?;
+        let mut w = std::io::BufWriter::with_capacity(1 << 24, file);
+        generate_sections(circuit, waste, progress, &mut |section| {
+            let mut write = || -> std::io::Result<()> {
+                match &section {
+                    Section::Vk(key) => {
+                        let mut bytes = Vec::new();
+                        key.write(&mut bytes)?;
+                        std::fs::write(&vk_tmp, &bytes)?;
+                        w.write_all(&bytes)
+                    }
+                    Section::G1(name, points) => crate::srs::write_section(&mut w, name, points).map(drop),
+                    Section::G2(name, points) => crate::srs::write_section(&mut w, name, points).map(drop),
+                }
+            };
+            crate::progress::step(progress, "writing", &mut write).map_err(io(&params_tmp))
         })?;
-        let mut bytes = Vec::new();
-        srs.vk.write(&mut bytes).map_err(io(&vk_tmp))?;
-        std::fs::write(&vk_tmp, bytes).map_err(io(&vk_tmp))?;
-        for tmp in [&params_tmp, &vk_tmp] {
-            std::fs::File::open(tmp).and_then(|f| f.sync_all()).map_err(io(tmp))?;
-        }
+        let file = w.into_inner().map_err(|e| io(&params_tmp)(e.into_error()))?;
+        file.sync_all().map_err(io(&params_tmp))?;
+        std::fs::File::open(&vk_tmp).and_then(|f| f.sync_all()).map_err(io(&vk_tmp))?;
         std::fs::rename(&params_tmp, params).map_err(io(params))?;
         std::fs::rename(&vk_tmp, vk).map_err(io(vk))
     })();
@@ -446,6 +498,15 @@ pub fn write_files(srs: &Srs, params: &Path, vk: &Path) -> Result<(), SetupError
         let _ = std::fs::remove_file(&vk_tmp);
     }
     written
+}
+
+/// Whether the `.vk` file at `vk` is the verifying key the `.params` file at `params` begins
+/// with (both from one setup): what decides that a parameter set on disk is kept.
+pub fn vk_matches(params: &Path, vk: &Path) -> bool {
+    use std::io::Read;
+    let Ok(key) = std::fs::read(vk) else { return false };
+    let mut head = vec![0u8; key.len()];
+    !key.is_empty() && std::fs::File::open(params).and_then(|mut f| f.read_exact(&mut head)).is_ok() && head == key
 }
 
 /// Records `circuit` (blank or not), makes its parameters for `waste` and writes them to
@@ -460,15 +521,35 @@ pub fn setup_circuit<C: Circuit<Scalar>>(
     let t0 = std::time::Instant::now();
     let compiled = crate::progress::step(progress, "recording the circuit", || record_structure(circuit))?;
     let record = t0.elapsed();
-    let srs = generate(&compiled, waste, progress)?;
+    write_generated(&compiled, waste, params, vk, progress)?;
     let points = t0.elapsed() - record;
-    crate::progress::step(progress, "writing", || write_files(&srs, params, vk))?;
     Ok(SetupSummary {
         constraints: compiled.num_constraints(),
         inputs: compiled.num_inputs,
         aux: compiled.num_aux,
         record,
         points,
+        total: t0.elapsed(),
+    })
+}
+
+/// Makes the parameters of an already recorded circuit for `waste` and writes them to
+/// `params` and `vk` (as [`setup_circuit`], without the recording).
+pub fn setup_compiled(
+    compiled: &CompiledCircuit,
+    waste: &ToxicWaste,
+    params: &Path,
+    vk: &Path,
+    progress: &dyn Progress,
+) -> Result<SetupSummary, SetupError> {
+    let t0 = std::time::Instant::now();
+    write_generated(compiled, waste, params, vk, progress)?;
+    Ok(SetupSummary {
+        constraints: compiled.num_constraints(),
+        inputs: compiled.num_inputs,
+        aux: compiled.num_aux,
+        record: std::time::Duration::ZERO,
+        points: t0.elapsed(),
         total: t0.elapsed(),
     })
 }
@@ -482,7 +563,7 @@ pub struct SetupSummary {
     pub aux: usize,
     /// Recording the circuit's constraints.
     pub record: std::time::Duration,
-    /// The QAP at tau and every point.
+    /// The QAP at tau, every point, and writing them.
     pub points: std::time::Duration,
     pub total: std::time::Duration,
 }

@@ -145,7 +145,7 @@ impl<'a> Sections<'a> {
     }
 }
 
-trait UncompressedPoint: Sized + Send + Sync {
+pub(crate) trait UncompressedPoint: Sized + Send + Sync {
     const SIZE: usize;
     fn decode(bytes: &[u8]) -> Option<Self>;
     fn encode(&self, out: &mut [u8]);
@@ -279,7 +279,7 @@ const WRITE_BATCH: usize = 1 << 20;
 
 /// A length-prefixed section: the count as a big-endian u32, then the points, encoded in
 /// parallel a batch at a time.
-fn write_section<P: UncompressedPoint>(
+pub(crate) fn write_section<P: UncompressedPoint>(
     w: &mut impl std::io::Write,
     section: &'static str,
     points: &[P],
