@@ -69,6 +69,8 @@ enum Cmd {
     /// filecoin-proofs' verify_seal on a PoRep proof file, in this process: fails unless it
     /// verifies.
     Verify(satisfying::VerifyArgs),
+    /// One partition on the GPU and on the CPU backend with the same r and s: equal bytes.
+    Referee(satisfying::RefereeArgs),
     /// Prove a PoRep C1 output (PoRep commit phase 2) and write the proof bytes.
     Prove {
         /// C1 output: bare SealCommitPhase1Output JSON or a lotus-bench envelope.
@@ -520,6 +522,7 @@ fn run(cli: Cli) -> Result<()> {
             satisfying::run(out, parse_sector_size(&sector_size)?, &satisfying)?
         }
         Cmd::Verify(args) => satisfying::verify(&args)?,
+        Cmd::Referee(args) => satisfying::referee(&args)?,
         Cmd::GenFixture { sector_size, out, .. } => {
             let size = parse_sector_size(&sector_size)?;
             let f = fixture(out, size)?;

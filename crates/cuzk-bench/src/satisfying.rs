@@ -130,3 +130,63 @@ pub fn verify(args: &VerifyArgs) -> Result<()> {
     );
     Ok(())
 }
+
+/// `referee`'s options.
+#[derive(clap::Args)]
+pub struct RefereeArgs {
+    /// The C1 output (bare or envelope); its partition must satisfy its circuit (a real or
+    /// satisfying one, never shape-only).
+    #[arg(long)]
+    pub c1: PathBuf,
+    /// Directory with the parameter files (Filecoin naming).
+    #[arg(long)]
+    pub param_cache: PathBuf,
+    /// The partition proved on both backends.
+    #[arg(long, default_value_t = 0)]
+    pub partition: usize,
+    /// Seed of the blinding values r and s that both backends use.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+}
+
+/// One partition proved on the GPU (the daemon's path: a, b and c evaluated on the device)
+/// and on the CPU backend, the referee, with the same r and s: the proof bytes must be equal.
+pub fn referee(args: &RefereeArgs) -> Result<()> {
+    use cuzk_filecoin::synthesis::SynthesisPath;
+    use rand::SeedableRng;
+    use std::time::Instant;
+    let raw = std::fs::read(&args.c1).with_context(|| format!("reading {}", args.c1.display()))?;
+    let c1 = cuzk_filecoin::parse_c1(&raw).with_context(|| format!("C1 input {}", args.c1.display()))?;
+    cuzk_filecoin::params::use_proof_dirs(&args.param_cache, None)?;
+    let job = cuzk_filecoin::PoRepJob::new(&c1)?;
+    let k = args.partition;
+    if k >= job.partitions() {
+        bail!("--partition {k}: the C1 output has {} partitions", job.partitions());
+    }
+    let t = Instant::now();
+    let srs = cuzk_groth16::Srs::load(&cuzk_filecoin::params::seal_params_path(&args.param_cache, c1.registered_proof())?)?;
+    println!("referee: {:?} partition {k}; parameters loaded in {:.1} s", c1.registered_proof(), t.elapsed().as_secs_f64());
+    let (r, s) = cuzk_groth16::prover::random_blinding(&mut rand_chacha::ChaCha20Rng::seed_from_u64(args.seed));
+    let gpu = crate::select_backend(crate::BackendKind::Gpu)?;
+    let mut proofs = Vec::new();
+    for (name, backend, path) in
+        [("gpu", gpu.as_ref(), SynthesisPath::CompiledDeferred), ("cpu", &cuzk_groth16::CpuBackend as &dyn cuzk_groth16::Backend, SynthesisPath::Compiled)]
+    {
+        let t = Instant::now();
+        let (witness, _) = job.synthesize_with(k, path)?;
+        let synthesized = t.elapsed();
+        let t = Instant::now();
+        let (proof, _) = cuzk_groth16::prove(backend, &srs, witness, r, s).with_context(|| format!("proving on the {name} backend"))?;
+        println!(
+            "  {name}: synthesized ({path:?}) in {:.1} s, proved in {:.1} s",
+            synthesized.as_secs_f64(),
+            t.elapsed().as_secs_f64()
+        );
+        proofs.push(proof.to_bytes());
+    }
+    if proofs[0] != proofs[1] {
+        bail!("partition {k}: the GPU's proof differs from the CPU referee's with the same r and s");
+    }
+    println!("referee: equal proof bytes (192) for partition {k}, seed {}", args.seed);
+    Ok(())
+}

@@ -366,7 +366,7 @@ pub fn generate_sections(
     progress.finish();
 
     // (beta u + alpha v + w) / gamma for the inputs (ic), / delta for the aux (l).
-    let mut ext: Vec<Scalar> = (0..ni + na)
+    let ext: Vec<Scalar> = (0..ni + na)
         .into_par_iter()
         .map(|j| (waste.beta * u[j] + waste.alpha * v[j] + w[j]) * if j < ni { gamma_inv } else { delta_inv })
         .collect();
@@ -387,7 +387,7 @@ pub fn generate_sections(
     };
 
     let (g1, g2) = (waste.g1.to_affine(), waste.g2.to_affine());
-    let l_scalars = ext.split_off(ni);
+    let ic_scalars = ext[..ni].to_vec();
     sink(Section::Vk(VerifyingKey {
         alpha_g1: (g1 * waste.alpha).to_affine(),
         beta_g1: (g1 * waste.beta).to_affine(),
@@ -395,12 +395,12 @@ pub fn generate_sections(
         gamma_g2: (g2 * waste.gamma).to_affine(),
         delta_g1: (g1 * waste.delta).to_affine(),
         delta_g2: (g2 * waste.delta).to_affine(),
-        ic: g1_section("ic", &ext),
+        ic: g1_section("ic", &ic_scalars),
     }))?;
     let h = g1_section("h", &geometric(h_len, zt * delta_inv, tau));
     sink(Section::G1("h", h))?;
-    let l = g1_section("l", &l_scalars);
-    drop(l_scalars);
+    let l = g1_section("l", &ext[ni..]);
+    drop(ext);
     sink(Section::G1("l", l))?;
     let a = g1_section("a", &nonzero(&u));
     drop(u);
@@ -452,10 +452,11 @@ fn partial(path: &Path) -> PathBuf {
 }
 
 /// Writes the parameters of `circuit` for `waste` as bellperson's `.params` file at
-/// `params` and the verifying key as its `.vk` file at `vk`, each section written as soon as
-/// it is made ([`generate_sections`]): both whole to partial files and synced first, then
-/// renamed into place, so a reader never sees part of either under its final name. On
-/// failure the partial files are removed.
+/// `params` and the verifying key as its `.vk` file at `vk`. Each section is handed to a
+/// writer thread as soon as it is made ([`generate_sections`]), so the disk works while the
+/// next section is computed (at most two sections in memory). Both files are written whole to
+/// partial files and synced first, then renamed into place, so a reader never sees part of
+/// either under its final name. On failure the partial files are removed.
 pub fn write_generated(
     circuit: &CompiledCircuit,
     waste: &ToxicWaste,
@@ -463,7 +464,6 @@ pub fn write_generated(
     vk: &Path,
     progress: &dyn Progress,
 ) -> Result<(), SetupError> {
-    use std::io::Write;
     let io = |path: &Path| {
         let path = path.to_path_buf();
         move |source| SetupError::Io { path, source }
@@ -471,24 +471,40 @@ pub fn write_generated(
     let (params_tmp, vk_tmp) = (partial(params), partial(vk));
     let written = (|| {
         let file = std::fs::File::create(&params_tmp).map_err(io(&params_tmp))?;
-        let mut w = std::io::BufWriter::with_capacity(1 << 24, file);
-        generate_sections(circuit, waste, progress, &mut |section| {
-            let mut write = || -> std::io::Result<()> {
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Section>(0);
+        let writer = |file: std::fs::File| -> std::io::Result<std::fs::File> {
+            use std::io::Write;
+            let mut w = std::io::BufWriter::with_capacity(1 << 24, file);
+            for section in rx {
                 match &section {
                     Section::Vk(key) => {
                         let mut bytes = Vec::new();
                         key.write(&mut bytes)?;
                         std::fs::write(&vk_tmp, &bytes)?;
-                        w.write_all(&bytes)
+                        w.write_all(&bytes)?;
                     }
-                    Section::G1(name, points) => crate::srs::write_section(&mut w, name, points).map(drop),
-                    Section::G2(name, points) => crate::srs::write_section(&mut w, name, points).map(drop),
+                    Section::G1(name, points) => drop(crate::srs::write_section(&mut w, name, points)?),
+                    Section::G2(name, points) => drop(crate::srs::write_section(&mut w, name, points)?),
                 }
-            };
-            crate::progress::step(progress, "writing", &mut write).map_err(io(&params_tmp))
-        })?;
-        let file = w.into_inner().map_err(|e| io(&params_tmp)(e.into_error()))?;
-        file.sync_all().map_err(io(&params_tmp))?;
+            }
+            w.into_inner().map_err(|e| e.into_error())
+        };
+        let (made, file) = std::thread::scope(|scope| {
+            let handle = scope.spawn(move || writer(file));
+            // A send fails only when the writer has stopped on an error, which its join gives.
+            let made = generate_sections(circuit, waste, progress, &mut |section| {
+                tx.send(section).map_err(|_| io(&params_tmp)(std::io::Error::other("the parameter writer stopped")))
+            });
+            drop(tx);
+            progress.stage("writing the rest and syncing", 0);
+            let file = handle.join().unwrap_or_else(|_| Err(std::io::Error::other("the parameter writer panicked")));
+            progress.finish();
+            (made, file)
+        });
+        // The writer's own error first: a failed send only says that it stopped.
+        let file = file.map_err(io(&params_tmp))?;
+        made?;
+        crate::progress::step(progress, "syncing to disk", || file.sync_all()).map_err(io(&params_tmp))?;
         std::fs::File::open(&vk_tmp).and_then(|f| f.sync_all()).map_err(io(&vk_tmp))?;
         std::fs::rename(&params_tmp, params).map_err(io(params))?;
         std::fs::rename(&vk_tmp, vk).map_err(io(vk))
