@@ -102,15 +102,20 @@ T
     2>&1 | tee "$OUT/daemon-single.txt" || rc=1
   t1=$(date +%s.%N)
   echo "cold start (daemon start, page cache dropped, to the first verified proof): $(awk "BEGIN{printf \"%.1f\", $t1 - $t0}") s" | tee -a "$OUT/daemon-single.txt"
-  "$BIN/cuzk-bench" verify --c1 "$DIR/c1.envelope.json" --proof /tmp/sat-proofs/single.bin --param-cache "$DIR/params" \
+  RUST_LOG=warn "$BIN/cuzk-bench" verify --c1 "$DIR/c1.envelope.json" --proof /tmp/sat-proofs/single.bin --param-cache "$DIR/params" \
     2>&1 | tee -a "$OUT/daemon-single.txt" || rc=1
   if [ "$rc" = 0 ]; then
     "$BIN/cuzk-bench" batch -a "unix://$sock" --c1 "$DIR/c1.envelope.json" -c "$PROOFS" -j "$PROOFS" --out-dir /tmp/sat-proofs \
       2>&1 | tee "$OUT/daemon-batch.txt" || rc=1
+    # All were submitted at once: each wall time is a completion time. Steady state: the
+    # time between the first and the last completion over the proofs between them.
+    grep -oE "COMPLETED — [0-9.]+s" "$OUT/daemon-batch.txt" | grep -oE "[0-9.]+" | sort -n \
+      | awk '{t[NR]=$1} END {if (NR > 1) printf "steady state: %.2f s per proof ((last %.1f - first %.1f) / %d)\n", (t[NR]-t[1])/(NR-1), t[NR], t[1], NR-1}' \
+      | tee -a "$OUT/daemon-batch.txt"
     for i in $(seq 0 $((PROOFS - 1))); do
       f=/tmp/sat-proofs/proof-$i.bin
       [ -f "$f" ] || { echo "proof $i: no file" | tee -a "$OUT/daemon-batch.txt"; rc=1; continue; }
-      "$BIN/cuzk-bench" verify --c1 "$DIR/c1.envelope.json" --proof "$f" --param-cache "$DIR/params" 2>&1 \
+      RUST_LOG=warn "$BIN/cuzk-bench" verify --c1 "$DIR/c1.envelope.json" --proof "$f" --param-cache "$DIR/params" 2>&1 \
         | sed "s|^|$(basename "$f"): |" | tee -a "$OUT/daemon-batch.txt" || rc=1
     done
   fi
