@@ -472,6 +472,10 @@ mod tests {
     /// and for interactive PoRep, it passes.
     #[test]
     fn ni_porep_without_the_aggregation_srs_is_refused_naming_the_file() {
+        // The SRS's name comes through filecoin-proofs' settings, which it reads once per
+        // process: point them at the fixtures the other tests of this process use first, or
+        // those tests fail when this one runs before them (seen on 2 cores).
+        crate::fixture::kind_fixtures_2kib();
         let dir = std::env::temp_dir().join(format!("cuzk-srs-check-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let runner = FilecoinRunner { param_dir: dir.clone(), deferred: false.into() };

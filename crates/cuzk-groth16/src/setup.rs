@@ -537,16 +537,8 @@ pub fn setup_circuit<C: Circuit<Scalar>>(
     let t0 = std::time::Instant::now();
     let compiled = crate::progress::step(progress, "recording the circuit", || record_structure(circuit))?;
     let record = t0.elapsed();
-    write_generated(&compiled, waste, params, vk, progress)?;
-    let points = t0.elapsed() - record;
-    Ok(SetupSummary {
-        constraints: compiled.num_constraints(),
-        inputs: compiled.num_inputs,
-        aux: compiled.num_aux,
-        record,
-        points,
-        total: t0.elapsed(),
-    })
+    let made = setup_compiled(&compiled, waste, params, vk, progress)?;
+    Ok(SetupSummary { record, total: t0.elapsed(), ..made })
 }
 
 /// Makes the parameters of an already recorded circuit for `waste` and writes them to
