@@ -24,7 +24,7 @@
 #   device run: DEVICE_SAT_PARTS="daemon" bash bench/device/satisfying32.sh   (same warm machine)
 #
 # Settings: DEVICE_SAT_PARTS (fixture daemon engine referee), DEVICE_SAT_SIZE (32GiB; 2KiB
-# for a dry run), DEVICE_SAT_DIR (/tmp/sat), DEVICE_PROOFS (6), DEVICE_SYNTH_WORKERS (2:
+# for a dry run), DEVICE_SAT_DIR (/tmp/sat), DEVICE_PROOFS (6; 0: the single proof only), DEVICE_SYNTH_WORKERS (2:
 # cuzkd's default on one GPU), DEVICE_BACKEND (gpu; cpu for a dry run without a GPU: no
 # engine or referee). Needs cuzk-bench and cuzkd in device-carry/. Logs go to $OUT.
 # shellcheck source=bench/device/lib.sh
@@ -104,7 +104,7 @@ T
   echo "cold start (daemon start, page cache dropped, to the first verified proof): $(awk "BEGIN{printf \"%.1f\", $t1 - $t0}") s" | tee -a "$OUT/daemon-single.txt"
   RUST_LOG=warn "$BIN/cuzk-bench" verify --c1 "$DIR/c1.envelope.json" --proof /tmp/sat-proofs/single.bin --param-cache "$DIR/params" \
     2>&1 | tee -a "$OUT/daemon-single.txt" || rc=1
-  if [ "$rc" = 0 ]; then
+  if [ "$rc" = 0 ] && [ "$PROOFS" -gt 0 ]; then
     "$BIN/cuzk-bench" batch -a "unix://$sock" --c1 "$DIR/c1.envelope.json" -c "$PROOFS" -j "$PROOFS" --out-dir /tmp/sat-proofs \
       2>&1 | tee "$OUT/daemon-batch.txt" || rc=1
     # All were submitted at once: each wall time is a completion time. Steady state: the
