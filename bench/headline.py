@@ -218,6 +218,14 @@ def rows():
     out.append(("verifies: a 32 GiB satisfying C1 output (10 partitions), generated without sealing and checked by "
                 "storage-proofs' vanilla verifier", "<= 30 s, <= 1 GB on 2 cores (#55)",
                 f"{float(m.group(1)):.2f} s, peak RSS {int(m.group(2)) / 1e6:.2f} GB (one run)", "2-core VM, 2026-12-07", f))
+    f = "2026-12-07-h100-satisfying-fixture/fixture-progress.txt"
+    m, _ = grab(f, r"Elapsed \(wall clock\) time \(h:mm:ss or m:ss\): (\d+):([\d.]+)(?:.*\n)*?\s+Maximum resident set size \(kbytes\): (\d+)")
+    r, _ = grab(f, r"partition 0 synthesized and checked \(the circuit recorded\): done in ([\d.]+) s")
+    c, _ = grab(f, r"compiled circuit porep-StackedDrg32GiBV1_1: (\d+) constraints")
+    out.append(("verifies: 32 GiB PoRep test parameters from cuzk's own setup (47.4 GB), with the satisfying C1 and "
+                f"its partition 0 checked on all {int(c.group(1)):,} constraints", "<= 10 min, <= 100 GiB host memory (#55)",
+                f"{int(m.group(1)) * 60 + float(m.group(2)):.1f} s (partition 0 recorded and checked {r.group(1)} s), peak RSS "
+                f"{int(m.group(3)) / 1e6:.1f} GB over the whole process (one run)", "H100 machine's 16 cores, 2026-12-07", f))
     return out
 
 
