@@ -35,11 +35,10 @@ use filecoin_hashers::{Domain, HashFunction, Hasher, PoseidonArity};
 use filecoin_proofs::{parameters::setup_params, with_shape, DefaultPieceDomain, DefaultPieceHasher};
 use filecoin_proofs_api::seal::SealCommitPhase1Output;
 use filecoin_proofs_api::RegisteredSealProof;
-use generic_array::typenum::Unsigned;
 use merkletree::hash::Algorithm;
 use sha2::{Digest, Sha256};
 use storage_proofs_core::drgraph::Graph;
-use storage_proofs_core::merkle::{base_path_length, MerkleProof, MerkleTreeTrait};
+use storage_proofs_core::merkle::{MerkleProof, MerkleTreeTrait};
 use storage_proofs_core::proof::ProofScheme;
 use storage_proofs_porep::stacked::{
     self, generate_replica_id, Challenges, Column, ColumnProof, EncodingProof, LabelingProof, ReplicaColumnProof,
@@ -49,7 +48,7 @@ use storage_proofs_porep::stacked::{
 use cuzk_groth16::progress::Progress;
 
 use crate::porep::prover_id_from_miner;
-use crate::shape_c1::{api_proofs, commitment, TreeDomain, TreeProof};
+use crate::shape_c1::{api_proofs, commitment, tree_arities, TreeDomain, TreeProof};
 
 /// What a satisfying C1 output is made for: the proof type and the sector's identity, ticket
 /// and seed, as a real sealing would take them.
@@ -137,19 +136,21 @@ impl<H: Hasher> SparseTree<H> {
             "tree levels of arities {arities:?} do not hold {leaves} leaves"
         );
         ensure!(set.keys().all(|&i| i < leaves), "a leaf beyond the tree's {leaves}");
-        let mut levels = vec![set];
-        let mut defaults = vec![default_leaf];
+        let (mut levels, mut defaults) = (Vec::new(), Vec::new());
+        let (mut below, mut default) = (set, default_leaf);
         for &arity in &arities {
-            let (below, default) = (levels.last().expect("a level"), *defaults.last().expect("a default"));
             let node = |i: usize| below.get(&i).copied().unwrap_or(default);
             let parents: BTreeSet<usize> = below.keys().map(|i| i / arity).collect();
-            let next = parents
+            let next: BTreeMap<usize, H::Domain> = parents
                 .into_iter()
                 .map(|p| (p, Self::hash(&(0..arity).map(|j| node(p * arity + j)).collect::<Vec<_>>())))
                 .collect();
-            defaults.push(Self::hash(&vec![default; arity]));
-            levels.push(next);
+            let next_default = Self::hash(&vec![default; arity]);
+            levels.push(std::mem::replace(&mut below, next));
+            defaults.push(std::mem::replace(&mut default, next_default));
         }
+        levels.push(below);
+        defaults.push(default);
         Ok(SparseTree { arities, levels, defaults })
     }
 
@@ -184,14 +185,6 @@ impl<H: Hasher> SparseTree<H> {
     fn proof<A: PoseidonArity, B: PoseidonArity, C: PoseidonArity>(&self, i: usize) -> MerkleProof<H, A, B, C> {
         MerkleProof::from_parts(self.leaf(i), self.root(), self.path(i))
     }
-}
-
-/// The levels of a tree type's Merkle paths over `leaves` leaves: `base_path_length` levels
-/// of the base arity, then one sub-tree and one top-tree level where the type has them.
-fn tree_arities<A: Unsigned, B: Unsigned, C: Unsigned>(leaves: usize) -> Vec<usize> {
-    let mut arities = vec![A::to_usize(); base_path_length::<A, B, C>(leaves)];
-    arities.extend([B::to_usize(), C::to_usize()].into_iter().filter(|&a| a > 0));
-    arities
 }
 
 /// A node's label on `layer` from its parents' labels (already repeated to 37), as
@@ -258,7 +251,7 @@ fn satisfying<Tree: 'static + MerkleTreeTrait>(spec: &SatisfyingSpec, progress: 
         for &c in &challenged {
             ensure!(parents[&c][..drg_degree].iter().all(|&p| (p as usize) < c || c == 0), "node {c}: a DRG parent not below it");
             let l = label(&replica_id, layer, c, &repeated_parents(&labels, c, layer))?;
-            labels.get_mut(&c).expect("every challenged node has labels").push(l);
+            labels.entry(c).or_default().push(l);
         }
         progress.advance(challenged.len() as u64);
     }

@@ -139,14 +139,8 @@ pub(crate) fn random_path<H: Hasher, A: Unsigned, B: Unsigned, C: Unsigned>(
     leaves: usize,
     sha: bool,
 ) -> Vec<(Vec<H::Domain>, usize)> {
-    let mut arities = vec![A::to_usize(); base_path_length::<A, B, C>(leaves)];
-    arities.extend(
-        [B::to_usize(), C::to_usize()]
-            .into_iter()
-            .filter(|&a| a > 0),
-    );
     let mut rest = node;
-    arities
+    tree_arities::<A, B, C>(leaves)
         .into_iter()
         .map(|arity| {
             let position = rest % arity;
@@ -155,6 +149,15 @@ pub(crate) fn random_path<H: Hasher, A: Unsigned, B: Unsigned, C: Unsigned>(
             (hashes, position)
         })
         .collect()
+}
+
+/// The levels of a tree type's Merkle paths over `leaves` leaves, leaf level first:
+/// `base_path_length` levels of the base arity, then one sub-tree and one top-tree level where
+/// the type has them (what `MerkleProof::from_parts` takes).
+pub(crate) fn tree_arities<A: Unsigned, B: Unsigned, C: Unsigned>(leaves: usize) -> Vec<usize> {
+    let mut arities = vec![A::to_usize(); base_path_length::<A, B, C>(leaves)];
+    arities.extend([B::to_usize(), C::to_usize()].into_iter().filter(|&a| a > 0));
+    arities
 }
 
 pub(crate) fn random_tree_proof<Tree: MerkleTreeTrait>(
