@@ -11,7 +11,7 @@ set -euo pipefail
 BIN=$(cd "$1" && pwd); BACKEND=$2; N=${3:-6}; J=${4:-3}; WORKERS=${5:-1}; SYNTH=${6:-1}
 FIXTURES=${CUZK_FIXTURE_DIR:-$HOME/.cache/cuzk/fixtures}
 export CUZK_FIXTURE_DIR=$FIXTURES
-"$BIN/cuzk-bench" gen-fixture --sector-size 2KiB >/dev/null
+"$BIN/cuzk-lab" gen-fixture --sector-size 2KiB >/dev/null
 F=$FIXTURES/2KiB
 W=$(mktemp -d)
 trap 'kill "$PID" 2>/dev/null || true; rm -rf "$W"' EXIT

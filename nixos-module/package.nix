@@ -1,4 +1,4 @@
-# cuzk's daemon (cuzkd) and client (cuzk-bench), with the CUDA kernels compiled by the nvcc of
+# cuzk's daemon (cuzkd) and client (cuzk-bench, crate cuzk-cli), with the CUDA kernels compiled by the nvcc of
 # the CUDA package set it is given: that set is how a host pins its CUDA version (the NixOS
 # module passes services.cuzk.cudaPackages here through .override). libcuda is not linked: it
 # comes from the host's NVIDIA driver at run time, found through /run/opengl-driver/lib, which
@@ -43,11 +43,16 @@ rustPlatform.buildRustPackage {
     CUZK_GPU_ARCHS = lib.concatMapStringsSep "," (lib.replaceStrings [ "." ] [ "" ]) cudaCapabilities;
   };
 
+  # The daemon and the client (crate cuzk-cli, binary cuzk-bench) only: the lab (crate
+  # cuzk-bench, binary cuzk-lab) turns on the test support of cuzk's crates, and cargo would
+  # unify that feature into cuzkd if it were built in the same invocation
+  # (tools/check-layout.sh checks this exact set; test.nix builds the lab on its own for its
+  # fixture).
   cargoBuildFlags = [
     "-p"
     "cuzkd"
     "-p"
-    "cuzk-bench"
+    "cuzk-cli"
   ];
   # The workspace's tests need the 2 KiB fixture (minutes to generate) and run in the
   # project's CI; the flake's VM test checks the installed service.

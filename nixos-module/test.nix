@@ -9,9 +9,18 @@
 
 let
   cuzk = pkgs.cuzk;
-  fixture = pkgs.runCommand "cuzk-fixture-2KiB" { nativeBuildInputs = [ cuzk ]; } ''
+  # The lab (crate cuzk-bench, binary cuzk-lab) makes the fixture; it is never installed.
+  cuzkLab = cuzk.overrideAttrs (old: {
+    pname = "cuzk-lab";
+    cargoBuildFlags = [
+      "-p"
+      "cuzk-bench"
+    ];
+    postInstall = "";
+  });
+  fixture = pkgs.runCommand "cuzk-fixture-2KiB" { nativeBuildInputs = [ cuzkLab ]; } ''
     export HOME=$TMPDIR
-    cuzk-bench gen-fixture --sector-size 2KiB --out $out
+    cuzk-lab gen-fixture --sector-size 2KiB --out $out
   '';
   obj = "org.cuzk.Prover1 /org/cuzk/Prover1 org.cuzk.Prover1";
 in

@@ -11,7 +11,7 @@
 #
 #   device run: bash bench/device/compare.sh        carry: ["device-carry"]
 #
-# Needs in device-carry/: cuzk-bench, cuzk-peers and supraseal-c2-bench (peers/README.md),
+# Needs in device-carry/: cuzk-lab, cuzk-peers and supraseal-c2-bench (peers/README.md),
 # upstream-cuzk-daemon and upstream-cuzk-bench (bench/upstream/build.sh), and the 2 KiB
 # fixture's c1.json (the small shapes' scalar mix).
 #
@@ -20,7 +20,7 @@
 # machine, where "inputs" keeps what is there: "inputs small cuzk", "inputs supraseal",
 # "inputs upstream"):
 #   inputs     /tmp/cmp/s32: the 32 GiB shape-only C1 and its lotus-bench envelope;
-#              /tmp/cmp/params: random parameters of its exact circuit (`cuzk-bench
+#              /tmp/cmp/params: random parameters of its exact circuit (`cuzk-lab
 #              shape-params`, 47.4 GB of the 64 GiB disk), kept while the machine is.
 #   small      cuzk-peers: NTT and MSM against sppark, then the 2 KiB PoRep (its fixture made
 #              here, about 2 minutes) and PoRep shapes 2^16-2^22, the CPU backend as referee,
@@ -59,7 +59,7 @@
 # shellcheck source=bench/device/lib.sh
 . "$(dirname "$0")/lib.sh"
 parts=${DEVICE_COMPARE_PARTS:-"inputs small cuzk supraseal upstream"}
-need=(cuzk-bench)
+need=(cuzk-lab)
 for p in $parts; do
   case $p in
     inputs | cuzk) ;;
@@ -93,11 +93,11 @@ status=0
 part_inputs() {
   mkdir -p "$S32" "$PARAMS_DIR"
   if [ ! -f "$S32/c1.shape-only.envelope.json" ]; then
-    "$BIN/cuzk-bench" gen-fixture --sector-size 32GiB --shape-only --out "$S32" >> "$OUT/inputs.log" 2>&1 || return 1
+    "$BIN/cuzk-lab" gen-fixture --sector-size 32GiB --shape-only --out "$S32" >> "$OUT/inputs.log" 2>&1 || return 1
   fi
   if [ -z "$(params_file)" ]; then
     df -h /tmp >> "$OUT/inputs.log"
-    "$BIN/cuzk-bench" shape-params --c1 "$S32/c1.shape-only.json" --out "$PARAMS_DIR" >> "$OUT/inputs.log" 2>&1 || return 1
+    "$BIN/cuzk-lab" shape-params --c1 "$S32/c1.shape-only.json" --out "$PARAMS_DIR" >> "$OUT/inputs.log" 2>&1 || return 1
   fi
   ls -la "$PARAMS_DIR" "$S32" >> "$OUT/inputs.log"
   df -h /tmp >> "$OUT/inputs.log"
@@ -118,7 +118,7 @@ part_cuzk() {
   drop_cache
   local t0
   t0=$(date +%s.%N)
-  RUST_LOG=warn,cuzk_gpu::eval=info /usr/bin/time -v "$BIN/cuzk-bench" engine-bench --c1 "$S32/c1.shape-only.json" \
+  RUST_LOG=warn,cuzk_gpu::eval=info /usr/bin/time -v "$BIN/cuzk-lab" engine-bench --c1 "$S32/c1.shape-only.json" \
     --params-file "$P" --deferred --proofs "${DEVICE_PROOFS:-3}" > "$OUT/cuzk-engine.txt" 2>&1
   local rc=$?
   echo "process started at $t0 (date +%s.%N); ended $(date +%s.%N)" >> "$OUT/cuzk-engine.txt"

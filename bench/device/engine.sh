@@ -1,5 +1,5 @@
 #!/bin/bash
-# `cuzk-bench engine-bench` on the lent GPU machine: N proofs of the 32 GiB shape-only C1
+# `cuzk-lab engine-bench` on the lent GPU machine: N proofs of the 32 GiB shape-only C1
 # (written there; cannot verify) through the engine on the H200, random parameters of the
 # exact shape. From the release binary built here and carried gzipped in device-carry/:
 #
@@ -23,13 +23,13 @@
 # Logs go to $OUT.
 # shellcheck source=bench/device/lib.sh
 . "$(dirname "$0")/lib.sh"
-unpack cuzk-bench || exit 2
+unpack cuzk-lab || exit 2
 # cuzk_gpu::eval's info lines say when the compiled circuit goes up and stays resident.
 export RUST_LOG=${RUST_LOG:-warn,cuzk_gpu::eval=info} CUZK_REQUIRE_GPU=1
 gpu_info
 machine_info
 mkdir -p /tmp/s32
-"$BIN/cuzk-bench" gen-fixture --sector-size 32GiB --shape-only --out /tmp/s32 > "$OUT/gen.txt" 2>&1 || exit 1
+"$BIN/cuzk-lab" gen-fixture --sector-size 32GiB --shape-only --out /tmp/s32 > "$OUT/gen.txt" 2>&1 || exit 1
 args=(--c1 /tmp/s32/c1.shape-only.json --proofs "${DEVICE_PROOFS:-3}" --synthesis-workers "${DEVICE_SYNTH_WORKERS:-1}"
   --devices "${DEVICE_GPUS:-1}" --gpu-workers "${DEVICE_GPU_WORKERS:-1}" --vram-budget "${DEVICE_VRAM_BUDGET:-full}")
 [ -n "${DEVICE_BUDGET_GIB:-}" ] && args+=(--memory-budget-gib "$DEVICE_BUDGET_GIB")
@@ -40,7 +40,7 @@ fi
 [ -n "${DEVICE_FAIL_GPU:-}" ] && args+=(--fail-device "$DEVICE_FAIL_GPU" --fail-after "${DEVICE_FAIL_AFTER:-20}")
 if [ "${DEVICE_URGENT:-0}" -gt 0 ]; then
   mkdir -p /tmp/s2k
-  "$BIN/cuzk-bench" gen-fixture --sector-size 2KiB --shape-only --out /tmp/s2k >> "$OUT/gen.txt" 2>&1 || exit 1
+  "$BIN/cuzk-lab" gen-fixture --sector-size 2KiB --shape-only --out /tmp/s2k >> "$OUT/gen.txt" 2>&1 || exit 1
   args+=(--urgent-c1 /tmp/s2k/c1.shape-only.json --urgent "$DEVICE_URGENT" --urgent-lanes "${DEVICE_URGENT_LANES:-1,0}"
     --urgent-every "${DEVICE_URGENT_EVERY:-20}")
 fi
@@ -49,7 +49,7 @@ IFS=, read -r -a deferred <<< "${DEVICE_DEFERRED:-0}"
 for d in "${deferred[@]}"; do
   out="$OUT/engine-32gib.txt" extra=()
   [ "$d" = 1 ] && out="$OUT/engine-32gib-deferred.txt" extra=(--deferred)
-  /usr/bin/time -v "$BIN/cuzk-bench" engine-bench "${args[@]}" "${extra[@]}" > "$out" 2>&1 || status=1
+  /usr/bin/time -v "$BIN/cuzk-lab" engine-bench "${args[@]}" "${extra[@]}" > "$out" 2>&1 || status=1
   grep -v "^\s*$" "$out" | grep -v "^\s*S job\|^\s*G job" | tail -45
 done
 exit $status

@@ -1,6 +1,6 @@
 #!/bin/bash
 # One call on the lent GPU machine for the proof kinds (issue #12), from release binaries built
-# here and carried gzipped in device-carry/ (cuzk-bench, cuzkd, gpu_equivalence, gpu_memory,
+# here and carried gzipped in device-carry/ (cuzk-lab, cuzk-bench, cuzkd, gpu_equivalence, gpu_memory,
 # gpu_whole_proof):
 #   1. the 2 KiB fixtures (PoRep, then WinningPoSt, WindowPoSt, SnapDeals) are generated while
 #      the kernel tests run (gpu_equivalence, gpu_memory; DEVICE_SKIP_KERNEL_TESTS=1 skips them);
@@ -26,15 +26,15 @@ tail -4 "$OUT/fixture.log"
 "$BIN/gpu_whole_proof" --test-threads=1 --nocapture >> "$OUT/tests.log" 2>&1 || status=1
 echo "tests: status $status after $(elapsed) s" | tee -a "$OUT/tests.log"
 grep -E "test result|SKIPPED|byte-identical|panicked|FAILED|tests: status" "$OUT/tests.log"
-"$BIN/cuzk-bench" kinds-bench --backend gpu --rounds 3 2>&1 | tee "$OUT/kinds-bench.txt"
+"$BIN/cuzk-lab" kinds-bench --backend gpu --rounds 3 2>&1 | tee "$OUT/kinds-bench.txt"
 
 daemon_start
 "$BIN/cuzk-bench" preload -a "$SOCK" winning-2k 2>&1 | tee "$OUT/winning-latency.txt"
 # The first proof records the compiled circuit; then 20 in a row.
 "$BIN/cuzk-bench" batch -a "$SOCK" -t winning --input /tmp/fx/2KiB/kinds/winning.json -c 1 -j 1 2>/dev/null | tail -3 | tee -a "$OUT/winning-latency.txt"
 "$BIN/cuzk-bench" batch -a "$SOCK" -t winning --input /tmp/fx/2KiB/kinds/winning.json -c 20 -j 1 2>/dev/null | tee -a "$OUT/winning-latency.txt"
-for t in wpost snap; do
-  "$BIN/cuzk-bench" batch -a "$SOCK" -t $t -c 3 -j 1 2>/dev/null | tee -a "$OUT/daemon-kinds.txt"
+for t in wpost:window snap:snap; do
+  "$BIN/cuzk-bench" batch -a "$SOCK" -t "${t%%:*}" --input "/tmp/fx/2KiB/kinds/${t#*:}.json" -c 3 -j 1 2>/dev/null | tee -a "$OUT/daemon-kinds.txt"
 done
 daemon_stop "$OUT/winning-latency.txt"
 exit $status

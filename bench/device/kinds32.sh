@@ -40,7 +40,7 @@
 # synth-32gib-KIND.txt, engine-32gib-PART.txt.
 # shellcheck source=bench/device/lib.sh
 . "$(dirname "$0")/lib.sh"
-unpack cuzk-bench || exit 2
+unpack cuzk-lab || exit 2
 machine_info
 status=0
 mkdir -p /tmp/k32
@@ -50,7 +50,7 @@ if [ -f /tmp/k32/c1.shape-only.json ] && [ -f /tmp/k32/kinds/window.shape-only.j
   [ -f /tmp/k32/kinds/winning.shape-only.json ] && [ -f /tmp/k32/kinds/snap.shape-only.json ]; then
   echo "fixtures: /tmp/k32 from an earlier call on this machine, used again" | tee "$OUT/gen.txt"
 else
-  "$BIN/cuzk-bench" gen-fixture --sector-size 32GiB --shape-only --out /tmp/k32 > "$OUT/gen.txt" 2>&1 || status=1
+  "$BIN/cuzk-lab" gen-fixture --sector-size 32GiB --shape-only --out /tmp/k32 > "$OUT/gen.txt" 2>&1 || status=1
   grep -A1 -E "^  (winning|window|snap) " "$OUT/gen.txt"
 fi
 args=(--rounds "${DEVICE_ROUNDS:-3}")
@@ -58,7 +58,7 @@ args=(--rounds "${DEVICE_ROUNDS:-3}")
 [ -n "${DEVICE_DEFERRED:-}" ] && args+=(--deferred)
 for kind in ${DEVICE_KINDS-winning window snap}; do
   f=/tmp/k32/kinds/$kind.shape-only.json
-  /usr/bin/time -v "$BIN/cuzk-bench" synth-bench --input "$f" "${args[@]}" > "$OUT/synth-32gib-$kind.txt" 2>&1 || status=1
+  /usr/bin/time -v "$BIN/cuzk-lab" synth-bench --input "$f" "${args[@]}" > "$OUT/synth-32gib-$kind.txt" 2>&1 || status=1
   grep -E "^synth-bench|recording|witness:|reference|median|peak RSS|Maximum resident|Elapsed|error" "$OUT/synth-32gib-$kind.txt"
   echo "[$(elapsed) s] $kind done"
 done
@@ -78,7 +78,7 @@ for part in ${DEVICE_ENGINE-window snap urgent}; do
       --urgent-every 10) ;;
     *) echo "kinds32.sh: unknown engine part $part (window snap urgent window-urgent mixed)" >&2; status=1; continue ;;
   esac
-  /usr/bin/time -v "$BIN/cuzk-bench" engine-bench "${eargs[@]}" --deferred > "$OUT/engine-32gib-$part.txt" 2>&1 || status=1
+  /usr/bin/time -v "$BIN/cuzk-lab" engine-bench "${eargs[@]}" --deferred > "$OUT/engine-32gib-$part.txt" 2>&1 || status=1
   grep -E "compiled circuit recorded|host memory budget|proof [0-9]+ |steady state|GPU busy|urgent|alone|=== beside|every job|peak host RSS|peak VRAM|Maximum resident|error" \
     "$OUT/engine-32gib-$part.txt" | head -40
   echo "[$(elapsed) s] engine $part done"

@@ -33,7 +33,7 @@ DEVICE_START=${DEVICE_START:-$(date +%s)}
 mkdir -p "$OUT" "$BIN"
 export RUST_BACKTRACE=1
 
-# The old names: stop rather than ignore them (bench/NOTES.md's commands use them).
+# The old names: stop rather than ignore them (bench/history/'s commands use them).
 for pair in CUZK_DEVICE_SKIP_TESTS:DEVICE_SKIP_TESTS CUZK_DEVICE_SKIP_BENCH:DEVICE_SKIP_BENCH \
   CUZK_DEVICE_SKIP_KERNEL_TESTS:DEVICE_SKIP_KERNEL_TESTS CUZK_BENCH_ARGS:DEVICE_BENCH_ARGS \
   CUZK_PROOFS:DEVICE_PROOFS CUZK_SYNTH_WORKERS:DEVICE_SYNTH_WORKERS CUZK_GPU_WORKERS:DEVICE_GPU_WORKERS \
@@ -90,7 +90,7 @@ FIXTURE_PID=
 # shellcheck disable=SC2120  # DIR is optional
 fixture_start() {
   local dir=${1:-/tmp/fx/2KiB}
-  ( "$BIN/cuzk-bench" gen-fixture --sector-size 2KiB --out "$dir" > "$OUT/fixture.log" 2>&1
+  ( "$BIN/cuzk-lab" gen-fixture --sector-size 2KiB --out "$dir" > "$OUT/fixture.log" 2>&1
     echo "fixture rc $? after $(elapsed) s" >> "$OUT/fixture.log" ) &
   FIXTURE_PID=$!
 }

@@ -8,7 +8,7 @@
 # 1. The GPU equality and memory tests (gpu_equivalence, gpu_memory) under
 #    CUZK_REQUIRE_GPU=1: multiples_and_bucket_sets_match_cpu among them (every width and
 #    copies the plan may take, all and indexed, the H MSM, memory back at its start).
-# 2. `cuzk-bench shape-bench` at the 32 GiB partition shape (random parameters: its proofs
+# 2. `cuzk-lab shape-bench` at the 32 GiB partition shape (random parameters: its proofs
 #    cannot verify) under each budget of DEVICE_BUDGETS (full,14GiB): DEVICE_ROUNDS (3)
 #    rounds of today's default, then DEVICE_VARIANT_ROUNDS (6) proofs of each variant, the
 #    first of each labelled cold (it builds the multiples), medians of the rest. The first
@@ -18,7 +18,7 @@
 # smi-samples.csv.
 # shellcheck source=bench/device/lib.sh
 . "$(dirname "$0")/lib.sh"
-unpack cuzk-bench gpu_equivalence gpu_memory || exit 2
+unpack cuzk-lab gpu_equivalence gpu_memory || exit 2
 [ -f "$CARRY/c1.json" ] || { echo "$CARRY/c1.json missing (the 2 KiB fixture's)" >&2; exit 2; }
 export CUZK_REQUIRE_GPU=1
 # Each MSM's phases (classify, scatter, bucket runs, carries, windows: events on its stream)
@@ -36,7 +36,7 @@ args=()
 for v in $variants; do args+=(--variant "$v"); done
 nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,utilization.gpu,clocks_throttle_reasons.active --format=csv -lms 200 > "$OUT/smi-samples.csv" 2>&1 &
 smi=$!
-timeout $(( 590 - $(elapsed) )) "$BIN/cuzk-bench" shape-bench --shape 32GiB --budgets "${DEVICE_BUDGETS:-full,14GiB}" \
+timeout $(( 590 - $(elapsed) )) "$BIN/cuzk-lab" shape-bench --shape 32GiB --budgets "${DEVICE_BUDGETS:-full,14GiB}" \
   --rounds "${DEVICE_ROUNDS:-3}" --variant-rounds "${DEVICE_VARIANT_ROUNDS:-6}" --mix-c1 "$CARRY/c1.json" "${args[@]}" 2>&1 \
   | tee "$OUT/shape-32GiB.log" || status=1
 kill $smi 2>/dev/null

@@ -1,5 +1,5 @@
 #!/bin/bash
-# One call on the lent GPU machine: the GPU tests, then `cuzk-bench gpu-bench`, from release
+# One call on the lent GPU machine: the GPU tests, then `cuzk-lab gpu-bench`, from release
 # binaries built here (see crates/cuzk-gpu/README.md, "Running on the H200"), carried gzipped
 # in device-carry/. Logs go to $OUT; the bench table is printed last.
 #
@@ -26,7 +26,7 @@ fi
 fixture_wait
 if [ -z "${DEVICE_SKIP_BENCH:-}" ]; then
   # shellcheck disable=SC2086  # DEVICE_BENCH_ARGS is split into arguments
-  timeout $(( 580 - $(elapsed) )) "$BIN/cuzk-bench" gpu-bench --fixture-dir /tmp/fx/2KiB ${DEVICE_BENCH_ARGS:-} 2>&1 | tee "$OUT/bench.log"
+  timeout $(( 580 - $(elapsed) )) "$BIN/cuzk-lab" gpu-bench --fixture-dir /tmp/fx/2KiB ${DEVICE_BENCH_ARGS:-} 2>&1 | tee "$OUT/bench.log"
 fi
 grep -E "test result|SKIPPED|memory test|panicked|tests: status" "$OUT/tests.log" 2>/dev/null
 exit $status

@@ -17,7 +17,7 @@
 #   engine   engine-bench on the 32 GiB shape-only C1 with the same parameter file, the same
 #            number of proofs, synthesis workers and deferred evaluation as cuzkd: the
 #            reference for the daemon's steady state (shape-only input, bench only)
-#   referee  `cuzk-bench referee`: partition 0 on the GPU and on the CPU backend with the same
+#   referee  `cuzk-lab referee`: partition 0 on the GPU and on the CPU backend with the same
 #            r and s, bytes compared
 #
 #   device run: DEVICE_SAT_PARTS=fixture bash bench/device/satisfying32.sh    carry: ["device-carry"]
@@ -26,10 +26,10 @@
 # Settings: DEVICE_SAT_PARTS (fixture daemon engine referee), DEVICE_SAT_SIZE (32GiB; 2KiB
 # for a dry run), DEVICE_SAT_DIR (/tmp/sat), DEVICE_PROOFS (6; 0: the single proof only), DEVICE_SYNTH_WORKERS (2:
 # cuzkd's default on one GPU), DEVICE_BACKEND (gpu; cpu for a dry run without a GPU: no
-# engine or referee). Needs cuzk-bench and cuzkd in device-carry/. Logs go to $OUT.
+# engine or referee). Needs cuzk-lab, cuzk-bench and cuzkd in device-carry/. Logs go to $OUT.
 # shellcheck source=bench/device/lib.sh
 . "$(dirname "$0")/lib.sh"
-unpack cuzk-bench cuzkd || exit 2
+unpack cuzk-lab cuzk-bench cuzkd || exit 2
 SIZE=${DEVICE_SAT_SIZE:-32GiB}
 DIR=${DEVICE_SAT_DIR:-/tmp/sat}
 PROOFS=${DEVICE_PROOFS:-6}
@@ -51,7 +51,7 @@ LOGS=/tmp/sat-logs
 fixture() {
   mkdir -p "$LOGS"
   if [ ! -f "$LOGS/fixture.rc" ] && ! pgrep -f "gen-fixture --sector-size $SIZE --satisfying" > /dev/null; then
-    setsid bash -c "/usr/bin/time -v '$BIN/cuzk-bench' gen-fixture --sector-size '$SIZE' --satisfying --out '$DIR' \
+    setsid bash -c "/usr/bin/time -v '$BIN/cuzk-lab' gen-fixture --sector-size '$SIZE' --satisfying --out '$DIR' \
       > '$LOGS/fixture.txt' 2> '$LOGS/fixture-progress.txt'; echo \$? > '$LOGS/fixture.rc'" < /dev/null > /dev/null 2>&1 &
     echo "fixture started at $(elapsed) s"
   else
@@ -130,14 +130,14 @@ engine() {
   p=$(params_file) || true
   [ -n "$p" ] || { echo "no parameter file in $DIR/params: run the fixture part first"; return 1; }
   mkdir -p /tmp/sat-shape
-  "$BIN/cuzk-bench" gen-fixture --sector-size "$SIZE" --shape-only --out /tmp/sat-shape > "$OUT/engine-gen.txt" 2>&1 || return 1
-  /usr/bin/time -v "$BIN/cuzk-bench" engine-bench --c1 /tmp/sat-shape/c1.shape-only.json --params-file "$p" \
+  "$BIN/cuzk-lab" gen-fixture --sector-size "$SIZE" --shape-only --out /tmp/sat-shape > "$OUT/engine-gen.txt" 2>&1 || return 1
+  /usr/bin/time -v "$BIN/cuzk-lab" engine-bench --c1 /tmp/sat-shape/c1.shape-only.json --params-file "$p" \
     --proofs "$PROOFS" --synthesis-workers "$SYNTH" --deferred > "$OUT/engine.txt" 2>&1 || return 1
   grep -v "^\s*$" "$OUT/engine.txt" | grep -v "^\s*S job\|^\s*G job" | tail -40
 }
 
 referee() {
-  /usr/bin/time -v "$BIN/cuzk-bench" referee --c1 "$DIR/c1.json" --param-cache "$DIR/params" --partition 0 \
+  /usr/bin/time -v "$BIN/cuzk-lab" referee --c1 "$DIR/c1.json" --param-cache "$DIR/params" --partition 0 \
     > "$OUT/referee.txt" 2>&1 || { tail -20 "$OUT/referee.txt"; return 1; }
   grep -v "^\s" "$OUT/referee.txt" | head; grep -E "^\s+(gpu|cpu):|Maximum resident|Elapsed \(wall" "$OUT/referee.txt"
 }

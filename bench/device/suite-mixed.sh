@@ -7,10 +7,10 @@
 #   device run: bash bench/device/suite-mixed.sh        carry: ["device-carry"]
 # shellcheck source=bench/device/lib.sh
 . "$(dirname "$0")/lib.sh"
-unpack cuzk-bench || exit 2
+unpack cuzk-lab || exit 2
 export DEVICE_START
 mkdir -p /tmp/k32 "$OUT/k32"
-( "$BIN/cuzk-bench" gen-fixture --sector-size 32GiB --shape-only --out /tmp/k32 > "$OUT/k32/gen.txt" 2>&1
+( "$BIN/cuzk-lab" gen-fixture --sector-size 32GiB --shape-only --out /tmp/k32 > "$OUT/k32/gen.txt" 2>&1
   echo "gen rc $? after $(elapsed) s" >> "$OUT/k32/gen.txt" ) &
 gen=$!
 status=0

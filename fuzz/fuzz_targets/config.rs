@@ -6,7 +6,7 @@
 //! (at least one worker and synthesis thread, a non-zero memory budget and attempt count,
 //! deadlines that do not overflow), a plan with one entry per listed GPU and no GPU twice.
 //!
-//! Found by this target (reproducers in `artifacts-for-review/`, bench/NOTES.md "Fuzzing"):
+//! Found by this target (reproducers in `artifacts-for-review/`, bench/fuzzing.md):
 //! tracing-subscriber's `EnvFilter` parser panics on `" \u{e9}="` and compiles field filters
 //! (`[{f=.*_................}]`) into regexes that take minutes; `Config::parse` now refuses
 //! every `[log] level` but `level` and `module=level` directives before that parser sees it.

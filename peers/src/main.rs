@@ -57,7 +57,7 @@ struct Args {
     /// the four directions being checked at 2^12 regardless).
     #[arg(long)]
     all_directions: bool,
-    /// The 2 KiB fixture (`cuzk-bench gen-fixture --sector-size 2KiB --out DIR`); made
+    /// The 2 KiB fixture (`cuzk-lab gen-fixture --sector-size 2KiB --out DIR`); made
     /// there if missing (minutes).
     #[arg(long, default_value = "/tmp/fx/2KiB")]
     fixture_dir: PathBuf,
@@ -93,12 +93,12 @@ struct Args {
     /// is 16.7 GB of host memory beside the 47.4 GB of parameters it pins).
     #[arg(long, default_value_t = 1)]
     shape_partitions: usize,
-    /// A shape-only C1 output (`cuzk-bench gen-fixture --shape-only`) whose first
+    /// A shape-only C1 output (`cuzk-lab gen-fixture --shape-only`) whose first
     /// --shape-partitions partitions both provers prove from --shape-params: the real
     /// circuit's witnesses (unsatisfied), parameters from one file.
     #[arg(long, requires = "shape_params")]
     shape_c1: Option<PathBuf>,
-    /// The parameter file for --shape-c1 (`cuzk-bench shape-params` writes it; kept).
+    /// The parameter file for --shape-c1 (`cuzk-lab shape-params` writes it; kept).
     #[arg(long, requires = "shape_c1")]
     shape_params: Option<PathBuf>,
     /// The CPU backend as referee at the 32 GiB shape too (minutes on 16 cores); otherwise

@@ -7,7 +7,7 @@
 #
 # Run as root from anywhere:  bash tests/system/booted.sh
 # Needs: target/release/{cuzkd,cuzk-bench} (built if missing), the 2 KiB fixture
-# (cuzk-bench gen-fixture --sector-size 2KiB; CUZK_FIXTURE_DIR as for the other tests), and
+# (cuzk-lab gen-fixture --sector-size 2KiB; CUZK_FIXTURE_DIR as for the other tests), and
 # Debian's package mirror for the first run (the root filesystem is cached in
 # ~/.cache/cuzk/rootfs-<hash>.tar, CUZK_CACHE_DIR to move it). Not run by cargo test.
 set -uo pipefail
@@ -31,7 +31,7 @@ done
 
 ensure_host_tools
 if [ ! -x "$REPO/target/release/cuzkd" ] || [ ! -x "$REPO/target/release/cuzk-bench" ]; then
-  (cd "$REPO" && cargo build --release -p cuzkd -p cuzk-bench) || exit 2
+  (cd "$REPO" && cargo build --release -p cuzkd -p cuzk-cli) || exit 2
 fi
 
 TAR="$(rootfs_tar)" || { echo "booted.sh: could not build the root filesystem" >&2; exit 2; }

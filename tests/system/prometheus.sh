@@ -15,7 +15,7 @@
 # Run from anywhere:  bash tests/system/prometheus.sh
 # Needs: target/release/cuzkd and cuzk-bench (built if missing), systemd-socket-activate,
 # prometheus, promtool and curl (installed with apt-get when missing and root), python3, and the
-# 2 KiB fixture ($CUZK_FIXTURE_DIR/2KiB, `cuzk-bench gen-fixture`). Not run by cargo test.
+# 2 KiB fixture ($CUZK_FIXTURE_DIR/2KiB, `cuzk-lab gen-fixture`). Not run by cargo test.
 set -uo pipefail
 
 HERE="$(cd "$(dirname "$0")" && pwd)"
@@ -37,9 +37,9 @@ if ! command -v prometheus >/dev/null || ! command -v promtool >/dev/null || ! c
   command -v curl >/dev/null || die "curl is missing (apt-get install curl)"
 fi
 command -v systemd-socket-activate >/dev/null || die "systemd-socket-activate is missing (apt-get install systemd)"
-[ -f "$FIXTURE/kinds/winning.json" ] && [ -d "$FIXTURE/params" ] || die "no 2 KiB fixture at $FIXTURE: run cuzk-bench gen-fixture --sector-size 2KiB"
+[ -f "$FIXTURE/kinds/winning.json" ] && [ -d "$FIXTURE/params" ] || die "no 2 KiB fixture at $FIXTURE: run cargo run --release -p cuzk-bench -- gen-fixture --sector-size 2KiB"
 if [ ! -x "$CUZKD" ] || [ ! -x "$BENCH" ]; then
-  (cd "$REPO" && cargo build --release -p cuzkd -p cuzk-bench) || die "could not build cuzkd and cuzk-bench"
+  (cd "$REPO" && cargo build --release -p cuzkd -p cuzk-cli) || die "could not build cuzkd and cuzk-bench"
 fi
 
 WORK="$(mktemp -d /tmp/cuzk-prometheus.XXXXXX)"

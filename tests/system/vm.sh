@@ -10,7 +10,7 @@
 #
 # Run as root from anywhere:  bash tests/system/vm.sh
 # Needs: target/release/{cuzkd,cuzk-bench} (built if missing), the 2 KiB fixture
-# (cuzk-bench gen-fixture --sector-size 2KiB; CUZK_FIXTURE_DIR as for the other tests), and
+# (cuzk-lab gen-fixture --sector-size 2KiB; CUZK_FIXTURE_DIR as for the other tests), and
 # Debian's package mirror for the first run: the VM image (disk, kernel, initrd and the ssh
 # key that logs into it) is cached in ~/.cache/cuzk/vm-<hash>/, keyed by the suite, the
 # package list and this script's image recipe (CUZK_CACHE_DIR to move it). Each run boots a
@@ -80,7 +80,7 @@ ensure_vm_tools() {
 }
 ensure_vm_tools
 if [ ! -x "$REPO/target/release/cuzkd" ] || [ ! -x "$REPO/target/release/cuzk-bench" ]; then
-  (cd "$REPO" && cargo build --release -p cuzkd -p cuzk-bench) || exit 2
+  (cd "$REPO" && cargo build --release -p cuzkd -p cuzk-cli) || exit 2
 fi
 
 # --- the cached VM image ---------------------------------------------------------------------

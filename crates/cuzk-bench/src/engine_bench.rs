@@ -295,7 +295,7 @@ impl PreparedJob for ShapeJob {
         // As the engine's workers do: the release on a thread of its own.
         // The peak is never reset: the one printed at the end is the whole run's, as
         // /usr/bin/time's is (a reset here once made a peak after the release read as one
-        // over the whole run: bench/NOTES.md, 2026-12-06).
+        // over the whole run: bench/history/2026-12-06.md).
         self.srs.release_in_background_if_held(ctx.backend, move |bytes| {
             println!(
                 "  host copy of the parameters released ({:.1} GiB) after job {index} partition {k}: host RSS {:.1} GiB, \
@@ -646,7 +646,7 @@ pub fn run(args: &EngineBenchArgs) -> Result<()> {
         let steady = print_report(&spans, &done, partitions, workers, ndev, &worker_devices);
         // The cold start: from the process's start (the C1 read, the circuit recorded, the
         // parameters read or made, the devices opened) to the first proof, in the first run.
-        if let (Some(start), Some((_, first, _, _))) = (crate::PROCESS_START.get(), done.first()) {
+        if let (Some(start), Some((_, first, _, _))) = (crate::report::PROCESS_START.get(), done.first()) {
             let before = timeline.t0.saturating_duration_since(*start);
             println!(
                 "  cold start: the first proof {:.1} s after the process started ({:.1} s before the submission: C1, circuit, \

@@ -99,7 +99,7 @@ pub(crate) fn print_h_steps(samples: &[HStepSample]) {
         })
         .collect();
     if !kernels.is_empty() {
-        let (median, min, max) = crate::median_spread(&mut kernels);
+        let (median, min, max) = crate::report::median_spread(&mut kernels);
         println!(
             "    evaluation kernel of {} partitions: median {median:.1} ms (min {min:.1}, max {max:.1})",
             kernels.len()
@@ -231,7 +231,7 @@ pub(crate) fn print_beside(spans: &[Span], inputs: &[(String, usize)], done: &[V
                 return "none".to_string();
             }
             let n = v.len();
-            let (median, min, max) = crate::median_spread(v);
+            let (median, min, max) = crate::report::median_spread(v);
             format!("median {median:.2} s ({min:.2}-{max:.2}; {n})")
         };
         println!(

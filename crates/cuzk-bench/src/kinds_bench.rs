@@ -9,7 +9,8 @@
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use cuzk_filecoin::fixture::{default_fixture_dir, ensure_fixture, ensure_kind_fixtures, KindInput};
+use cuzk_filecoin::fixture::{default_fixture_dir, ensure_fixture, ensure_kind_fixtures};
+use cuzk_filecoin::kind_input::KindInput;
 use cuzk_filecoin::params::{post_params_path, update_params_path};
 use cuzk_filecoin::post::post_proof_from_wire;
 use cuzk_filecoin::snap::update_proof_from_wire;

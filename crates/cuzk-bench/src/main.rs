@@ -1,12 +1,15 @@
-//! cuzk-bench: prove without a daemon, make test fixtures, compare with filecoin-proofs.
+//! cuzk-lab (crate cuzk-bench): the lab, never shipped. Test fixtures (real, satisfying,
+//! shape-only), the benches against filecoin-proofs and the peers, the in-process demo and
+//! the GPU referee. The client that ships (cuzk-bench) is crate cuzk-cli; the lab proves
+//! through its `offline` functions.
 //!
 //! Thin on purpose: the work lives in cuzk-filecoin and cuzk-groth16.
 
-mod client;
 mod gpu_bench;
 mod kinds_bench;
 mod msm_plan;
 mod progress;
+mod report;
 mod satisfying;
 mod setup_bench;
 mod engine_bench;
@@ -22,31 +25,18 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{Parser, Subcommand};
+use cuzk_cli::offline::{print_timings, prove_file, select_backend, BackendKind};
 use cuzk_filecoin::fixture::{default_fixture_dir, ensure_fixture_with, parse_sector_size, Fixture};
-use cuzk_filecoin::params::{seal_params_path, use_proof_dirs};
-use cuzk_filecoin::{parse_c1, prove_porep_c2, prover_id_from_miner, JobTimings, SectorIdentity};
-use cuzk_groth16::{Backend, CpuBackend, Srs};
+use cuzk_filecoin::{parse_c1, prove_porep_c2};
+use cuzk_groth16::{Backend, Srs};
+use report::{peak_rss, stages};
 
 #[derive(Parser)]
-#[command(name = "cuzk-bench", version, about = "cuzk's command-line prover and benchmark")]
+#[command(name = "cuzk-lab", version, about = "cuzk's lab: test fixtures, benches, the in-process demo (not shipped)")]
 struct Cli {
-    // How to reach cuzkd (single, batch, status, cancel, preload, metrics): global, so
-    // before or after the subcommand.
-    #[command(flatten)]
-    daemon: DaemonArgs,
     #[command(subcommand)]
     cmd: Cmd,
-}
-
-/// The backend to prove with. `auto` takes the GPU when one is usable and says why not
-/// otherwise; `gpu` insists and fails with the reason.
-#[derive(Clone, Copy, Debug, ValueEnum)]
-enum BackendKind {
-    Cpu,
-    Gpu,
-    /// The GPU when one is usable, otherwise the CPU.
-    Auto,
 }
 
 #[derive(Subcommand)]
@@ -66,30 +56,8 @@ enum Cmd {
         #[command(flatten)]
         satisfying: satisfying::SatisfyingArgs,
     },
-    /// filecoin-proofs' verify_seal on a PoRep proof file, in this process: fails unless it
-    /// verifies.
-    Verify(satisfying::VerifyArgs),
     /// One partition on the GPU and on the CPU backend with the same r and s: equal bytes.
     Referee(satisfying::RefereeArgs),
-    /// Prove a PoRep C1 output (PoRep commit phase 2) and write the proof bytes.
-    Prove {
-        /// C1 output: bare SealCommitPhase1Output JSON or a lotus-bench envelope.
-        #[arg(long)]
-        c1: PathBuf,
-        /// Directory with the parameter files (Filecoin naming).
-        #[arg(long)]
-        param_cache: PathBuf,
-        /// Miner actor id the sector was sealed by (gives the prover id).
-        #[arg(long, default_value_t = cuzk_filecoin::fixture::FIXTURE_MINER_ID)]
-        miner_id: u64,
-        /// Sector number [default: the envelope's SectorNum, else the fixture's].
-        #[arg(long)]
-        sector_id: Option<u64>,
-        #[arg(long, value_enum, default_value = "auto")]
-        backend: BackendKind,
-        #[arg(long)]
-        out: PathBuf,
-    },
     /// Fixture (cached) + prove + verify + a short summary.
     Demo {
         #[arg(long)]
@@ -97,37 +65,6 @@ enum Cmd {
         #[arg(long, value_enum, default_value = "auto")]
         backend: BackendKind,
     },
-    /// One proof through a running cuzkd.
-    Single {
-        #[command(flatten)]
-        input: InputArgs,
-        /// Request id (idempotency key) [default: PoRep: a fresh one; the other kinds: the
-        /// one Curio gives the proof, e.g. winpost-<miner>-<randomness[:8] in hex>].
-        #[arg(long)]
-        request_id: Option<String>,
-        #[arg(long)]
-        out: Option<PathBuf>,
-    },
-    /// Many proofs through a running cuzkd; prints the batch report.
-    Batch {
-        #[command(flatten)]
-        input: InputArgs,
-        /// Number of proofs.
-        #[arg(short = 'c', long, default_value_t = 1)]
-        count: usize,
-        /// Proofs in flight at once.
-        #[arg(short = 'j', long, default_value_t = 1)]
-        concurrency: usize,
-        /// Write each proof to DIR/proof-<i>.bin.
-        #[arg(long)]
-        out_dir: Option<PathBuf>,
-    },
-    /// The daemon's queues, workers and resident parameters.
-    Status,
-    /// Cancel a job (queued, or running: it stops at its next stage).
-    Cancel { job_id: String },
-    /// Load a circuit's parameters into the daemon ahead of work (e.g. porep-32g).
-    Preload { circuit_id: String },
     /// GPU micro-benchmarks and a whole 2 KiB PoRep proof against floors and sppark (a GPU machine).
     GpuBench(gpu_bench::GpuBenchArgs),
     /// Partition synthesis, the reference path against the compiled circuit, in the same
@@ -185,8 +122,6 @@ enum Cmd {
         #[arg(long, default_value_t = 3)]
         rounds: usize,
     },
-    /// The daemon's Prometheus metrics.
-    Metrics,
     /// cuzk's prover against filecoin-proofs' seal_commit_phase2 on the same fixture, in the
     /// same run; prints the ratio.
     BenchC2 {
@@ -198,183 +133,6 @@ enum Cmd {
         #[arg(long, value_enum, default_value = "cpu")]
         backend: BackendKind,
     },
-}
-
-/// Global: `cuzk-bench -a ADDR batch ...` and `cuzk-bench batch -a ADDR ...` alike.
-#[derive(clap::Args)]
-struct DaemonArgs {
-    /// cuzkd's address: unix:///path, host:port or http://host:port.
-    #[arg(
-        short = 'a',
-        long = "addr",
-        default_value = "unix:///run/cuzk/cuzk.sock",
-        global = true,
-        help_heading = "Daemon connection"
-    )]
-    addr: String,
-    /// Bearer token file, for a TCP listener that requires one ([daemon.tcp] token_file).
-    #[arg(long, env = "CUZK_TOKEN_FILE", global = true, help_heading = "Daemon connection")]
-    token_file: Option<PathBuf>,
-    /// CA certificate (PEM) that signed the daemon's TLS certificate: connect with TLS.
-    #[arg(long, env = "CUZK_TLS_CA", global = true, help_heading = "Daemon connection")]
-    tls_ca: Option<PathBuf>,
-    /// Client certificate (PEM), for a daemon that requires one ([daemon.tcp] tls_client_ca).
-    #[arg(long, env = "CUZK_TLS_CERT", requires = "tls_key", global = true, help_heading = "Daemon connection")]
-    tls_cert: Option<PathBuf>,
-    /// The client certificate's private key (PEM).
-    #[arg(long, env = "CUZK_TLS_KEY", requires = "tls_cert", global = true, help_heading = "Daemon connection")]
-    tls_key: Option<PathBuf>,
-}
-
-impl DaemonArgs {
-    fn daemon(&self) -> client::Daemon {
-        let auth = cuzk_proto::ClientAuth {
-            token_file: self.token_file.clone(),
-            tls_ca: self.tls_ca.clone(),
-            tls_cert: self.tls_cert.clone(),
-            tls_key: self.tls_key.clone(),
-        };
-        client::Daemon { addr: self.addr.clone(), auth }
-    }
-}
-
-/// What to prove: the proof type and its input.
-#[derive(clap::Args)]
-struct InputArgs {
-    /// Proof type: porep, snap, wpost or winning.
-    #[arg(short = 't', long = "type", value_name = "porep|snap|wpost|winning", default_value = "porep",
-          value_parser = client::ProofType::parse)]
-    kind: client::ProofType,
-    /// -t porep: the C1 output, bare SealCommitPhase1Output JSON or a lotus-bench envelope.
-    #[arg(long)]
-    c1: Option<PathBuf>,
-    /// -t snap|wpost|winning: the request's fields as JSON (gen-fixture's kinds/*.json format)
-    /// [default: $CUZK_FIXTURE_DIR/2KiB/kinds/{snap,window,winning}.json].
-    #[arg(long, value_name = "PATH")]
-    input: Option<PathBuf>,
-    /// Miner actor id [default: porep 1000; the other kinds the input's].
-    #[arg(long)]
-    miner_id: Option<u64>,
-    /// Sector number [default: porep the envelope's SectorNum; snap the input's].
-    #[arg(long, alias = "sector-num")]
-    sector_id: Option<u64>,
-}
-
-impl InputArgs {
-    fn load(&self) -> Result<client::ProofInput> {
-        use client::ProofType;
-        match self.kind {
-            ProofType::PoRep => {
-                if self.input.is_some() {
-                    bail!("--input is for -t snap|wpost|winning; -t porep takes --c1 PATH");
-                }
-                let c1 = self.c1.as_deref().context(
-                    "-t porep needs --c1 PATH: a C1 output (bare SealCommitPhase1Output JSON or a lotus-bench envelope)",
-                )?;
-                client::ProofInput::porep(c1, self.miner_id.unwrap_or(cuzk_filecoin::fixture::FIXTURE_MINER_ID), self.sector_id)
-            }
-            kind => {
-                if self.c1.is_some() {
-                    bail!("--c1 is for -t porep; -t {kind} reads its request's fields from --input PATH (JSON)");
-                }
-                let path = match &self.input {
-                    Some(p) => p.clone(),
-                    None => kind.default_input().context("no default input for the proof type")?,
-                };
-                client::ProofInput::load(kind, &path, self.miner_id, self.sector_id)
-            }
-        }
-    }
-}
-
-fn block_on<T>(f: impl std::future::Future<Output = Result<T>>) -> Result<T> {
-    tokio::runtime::Builder::new_multi_thread().enable_all().build()?.block_on(f)
-}
-
-fn select_backend(kind: BackendKind) -> Result<Box<dyn Backend>> {
-    match kind {
-        BackendKind::Cpu => Ok(Box::new(CpuBackend)),
-        BackendKind::Gpu => {
-            let gpu = cuzk_gpu::GpuBackend::new().context("GPU backend unavailable")?;
-            println!("backend: gpu ({})", gpu.device().name);
-            Ok(Box::new(gpu))
-        }
-        BackendKind::Auto => match cuzk_gpu::GpuBackend::new() {
-            Ok(gpu) => {
-                println!("backend: gpu ({})", gpu.device().name);
-                Ok(Box::new(gpu))
-            }
-            Err(e) => {
-                println!("backend: cpu (GPU backend unavailable: {e})");
-                Ok(Box::new(CpuBackend))
-            }
-        },
-    }
-}
-
-fn secs(d: Duration) -> String {
-    format!("{:>9.3} s", d.as_secs_f64())
-}
-
-fn print_timings(srs_load: Duration, t: &JobTimings) {
-    let p = &t.prove;
-    let rows = [
-        ("srs load", srs_load),
-        ("circuits", t.circuits),
-        ("synthesis", t.synthesis),
-        ("ntt / h", p.ntt_h),
-        ("msm h", p.msm_h),
-        ("scalar split", p.split),
-        ("msm l", p.msm_l),
-        ("msm a", p.msm_a),
-        ("msm b_g1", p.msm_b_g1),
-        ("msm b_g2", p.msm_b_g2),
-        ("assembly", p.assembly),
-        ("aggregation", t.aggregate),
-        ("verification", t.verify),
-    ];
-    for (name, d) in rows {
-        println!("  {name:<14}{}", secs(d));
-    }
-}
-
-/// A proof made by cuzk, with where the time went.
-struct Proved {
-    bytes: Vec<u8>,
-    srs_load: Duration,
-    timings: JobTimings,
-    total: Duration,
-}
-
-fn prove_file(
-    c1_path: &Path,
-    param_dir: &Path,
-    miner_id: u64,
-    sector_id: Option<u64>,
-    backend: &dyn Backend,
-) -> Result<Proved> {
-    let start = Instant::now();
-    let raw = std::fs::read(c1_path).with_context(|| format!("reading {}", c1_path.display()))?;
-    let c1 = parse_c1(&raw).with_context(|| format!("C1 input {}", c1_path.display()))?;
-    use_proof_dirs(param_dir, None)?;
-    let params = seal_params_path(param_dir, c1.registered_proof())?;
-    let t = Instant::now();
-    let srs = Srs::load(&params)?;
-    let srs_load = t.elapsed();
-    let sector_id = sector_id
-        .or(c1.sector_num)
-        .unwrap_or(cuzk_filecoin::fixture::FIXTURE_SECTOR_ID);
-    let id = SectorIdentity {
-        prover_id: prover_id_from_miner(miner_id),
-        sector_id,
-    };
-    let (bytes, timings) = prove_porep_c2(&c1, id, &srs, backend)?;
-    Ok(Proved {
-        bytes,
-        srs_load,
-        timings,
-        total: start.elapsed(),
-    })
 }
 
 fn fixture(dir: Option<PathBuf>, size: u64) -> Result<Fixture> {
@@ -513,7 +271,6 @@ fn shape_only_kinds(dir: &Path, size: u64, seed: u64) -> Result<()> {
 }
 
 fn run(cli: Cli) -> Result<()> {
-    let daemon = cli.daemon.daemon();
     match cli.cmd {
         Cmd::GenFixture { sector_size, out, shape_only: true, .. } => {
             shape_only_fixture(out, parse_sector_size(&sector_size)?)?
@@ -521,7 +278,6 @@ fn run(cli: Cli) -> Result<()> {
         Cmd::GenFixture { sector_size, out, satisfying, .. } if satisfying.satisfying => {
             satisfying::run(out, parse_sector_size(&sector_size)?, &satisfying)?
         }
-        Cmd::Verify(args) => satisfying::verify(&args)?,
         Cmd::Referee(args) => satisfying::referee(&args)?,
         Cmd::GenFixture { sector_size, out, .. } => {
             let size = parse_sector_size(&sector_size)?;
@@ -542,26 +298,6 @@ fn run(cli: Cli) -> Result<()> {
                 );
             }
             println!("  kinds       {}", k.dir.join("kinds").display());
-        }
-        Cmd::Prove {
-            c1,
-            param_cache,
-            miner_id,
-            sector_id,
-            backend,
-            out,
-        } => {
-            let be = select_backend(backend)?;
-            let p = prove_file(&c1, &param_cache, miner_id, sector_id, be.as_ref())?;
-            println!(
-                "cuzk prove: {} partition(s), backend {}, proof verified with filecoin-proofs",
-                p.timings.partitions,
-                be.name()
-            );
-            print_timings(p.srs_load, &p.timings);
-            println!("  {:<14}{}", "total", secs(p.total));
-            std::fs::write(&out, &p.bytes).with_context(|| format!("writing {}", out.display()))?;
-            println!("proof: {} bytes -> {}", p.bytes.len(), out.display());
         }
         Cmd::Demo {
             fixture_dir,
@@ -585,21 +321,6 @@ fn run(cli: Cli) -> Result<()> {
                 p.bytes.len()
             );
         }
-        Cmd::Single { input, request_id, out } => {
-            let input = input.load()?;
-            block_on(client::single(&daemon, &input, request_id, out.as_deref()))?
-        }
-        Cmd::Batch { input, count, concurrency, out_dir } => {
-            let input = input.load()?;
-            let all_ok = block_on(client::batch(&daemon, input, count, concurrency, out_dir.as_deref()))?;
-            if !all_ok {
-                bail!("some proofs did not complete");
-            }
-        }
-        Cmd::Status => block_on(client::status(&daemon))?,
-        Cmd::Cancel { job_id } => block_on(client::cancel(&daemon, &job_id))?,
-        Cmd::Preload { circuit_id } => block_on(client::preload(&daemon, &circuit_id))?,
-        Cmd::Metrics => block_on(client::metrics(&daemon))?,
         Cmd::GpuBench(args) => gpu_bench::run(&args)?,
         Cmd::ShapeBench(args) => shape_bench::run(&args)?,
         Cmd::EngineBench(args) => engine_bench::run(&args)?,
@@ -682,28 +403,6 @@ fn bench_c2(f: Fixture, rounds: usize, be: &dyn Backend) -> Result<()> {
     }
     println!("  (ratio = filecoin-proofs time / cuzk time; > 1 means cuzk is faster; both verify)");
     Ok(())
-}
-
-/// Where a compiled synthesis's time went.
-pub(crate) fn stages(t: &cuzk_filecoin::SynthesisTimings) -> String {
-    match t.compiled {
-        Some(c) if c.in_place => format!(
-            "circuit {:.3} s, parts in place {:.3} s ({} part(s) in parallel: gadgets, copy, products and check), rest {:.3} s",
-            t.circuit.as_secs_f64(),
-            c.assign.as_secs_f64(),
-            c.parts,
-            (c.join + c.products).as_secs_f64()
-        ),
-        Some(c) => format!(
-            "circuit {:.3} s, gadgets {:.3} s ({} part(s) in parallel), join {:.3} s, products and check {:.3} s",
-            t.circuit.as_secs_f64(),
-            c.assign.as_secs_f64(),
-            c.parts,
-            c.join.as_secs_f64(),
-            c.products.as_secs_f64()
-        ),
-        None => format!("circuit {:.3} s", t.circuit.as_secs_f64()),
-    }
 }
 
 /// Reference and compiled synthesis of partition 0, alternating, in one process; the
@@ -858,25 +557,8 @@ fn synth_bench(c1: Option<PathBuf>, rounds: usize, compiled_only: bool, deferred
     Ok(())
 }
 
-/// This process's peak resident memory (VmHWM), for the bench line.
-pub(crate) fn peak_rss() -> String {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with("VmHWM:")).map(|l| l.trim_start_matches("VmHWM:").trim().to_string()))
-        .unwrap_or_else(|| "unknown".into())
-}
-
-/// Median, min and max of `v` (sorted in place; not empty): the benches' spread of rounds.
-pub(crate) fn median_spread(v: &mut [f64]) -> (f64, f64, f64) {
-    v.sort_by(f64::total_cmp);
-    (v[v.len() / 2], v[0], v[v.len() - 1])
-}
-
-/// When the process started (main's first line): engine-bench's cold start counts from here.
-pub(crate) static PROCESS_START: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
-
 fn main() -> ExitCode {
-    PROCESS_START.get_or_init(Instant::now);
+    report::PROCESS_START.get_or_init(Instant::now);
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
     match run(Cli::parse()) {
         Ok(()) => ExitCode::SUCCESS,
@@ -890,67 +572,10 @@ fn main() -> ExitCode {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use client::ProofType;
     use clap::CommandFactory;
 
     #[test]
     fn the_command_line_is_well_formed() {
         Cli::command().debug_assert();
-    }
-
-    /// `-a` before the subcommand (upstream's place) as well as after it; every proof type.
-    #[test]
-    fn daemon_address_before_or_after_the_subcommand() {
-        let cli = Cli::try_parse_from(["cuzk-bench", "-a", "unix:/x", "batch", "-t", "wpost", "-c", "4", "-j", "2"])
-            .unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(cli.daemon.addr, "unix:/x");
-        let Cmd::Batch { input, count, concurrency, out_dir } = cli.cmd else { panic!("not batch") };
-        assert_eq!((input.kind, count, concurrency), (ProofType::WindowPost, 4, 2));
-        assert!(input.input.is_none() && input.c1.is_none() && out_dir.is_none());
-
-        let cli = Cli::try_parse_from(["cuzk-bench", "batch", "-a", "unix:///y.sock", "-t", "winning", "--input", "/w.json"])
-            .unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(cli.daemon.addr, "unix:///y.sock");
-        let Cmd::Batch { input, .. } = cli.cmd else { panic!("not batch") };
-        assert_eq!((input.kind, input.input.as_deref()), (ProofType::WinningPost, Some(Path::new("/w.json"))));
-
-        for (name, kind) in [("porep", ProofType::PoRep), ("snap", ProofType::Snap), ("wpost", ProofType::WindowPost), ("winning", ProofType::WinningPost)] {
-            let cli = Cli::try_parse_from(["cuzk-bench", "-a", "127.0.0.1:9820", "single", "-t", name]).unwrap_or_else(|e| panic!("{e}"));
-            let Cmd::Single { input, .. } = cli.cmd else { panic!("not single") };
-            assert_eq!(input.kind, kind);
-        }
-        let cli = Cli::try_parse_from(["cuzk-bench", "status"]).unwrap();
-        assert_eq!(cli.daemon.addr, "unix:///run/cuzk/cuzk.sock");
-        let cli = Cli::try_parse_from(["cuzk-bench", "-a", "h:1", "cancel", "job-1"]).unwrap();
-        assert!(matches!(cli.cmd, Cmd::Cancel { ref job_id } if job_id == "job-1") && cli.daemon.addr == "h:1");
-    }
-
-    #[test]
-    fn an_unknown_proof_type_is_refused_naming_the_allowed_ones() {
-        let Err(e) = Cli::try_parse_from(["cuzk-bench", "-a", "unix:/x", "batch", "-t", "bogus"]) else {
-            panic!("-t bogus was accepted");
-        };
-        assert_eq!(e.kind(), clap::error::ErrorKind::ValueValidation);
-        let msg = e.to_string();
-        assert!(msg.contains("bogus") && msg.contains("porep, snap, wpost and winning"), "{msg}");
-    }
-
-    /// --c1 and --input each belong to their kinds; a missing --c1 is named.
-    #[test]
-    fn inputs_that_do_not_fit_the_proof_type_are_refused() {
-        let load = |args: &[&str]| {
-            let mut all = vec!["cuzk-bench", "single"];
-            all.extend_from_slice(args);
-            let Cmd::Single { input, .. } = Cli::try_parse_from(all).unwrap().cmd else { panic!("not single") };
-            input.load().map(|_| ()).map_err(|e| format!("{e:#}"))
-        };
-        let e = load(&["-t", "porep"]).unwrap_err();
-        assert!(e.contains("needs --c1"), "{e}");
-        let e = load(&["-t", "porep", "--c1", "/c1.json", "--input", "/i.json"]).unwrap_err();
-        assert!(e.contains("--input is for -t snap|wpost|winning"), "{e}");
-        let e = load(&["-t", "snap", "--c1", "/c1.json"]).unwrap_err();
-        assert!(e.contains("--c1 is for -t porep"), "{e}");
-        let e = load(&["-t", "wpost", "--input", "/nonexistent/window.json"]).unwrap_err();
-        assert!(e.contains("/nonexistent/window.json") && e.contains("-t wpost"), "{e}");
     }
 }

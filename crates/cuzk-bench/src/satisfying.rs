@@ -1,9 +1,10 @@
 //! `gen-fixture --satisfying`: a C1 output that satisfies its circuit at any interactive
 //! PoRep size without sealing, with test parameters from cuzk's own setup
-//! (`cuzk_filecoin::satisfying_c1`); and `verify`: filecoin-proofs' `verify_seal` on a proof,
-//! in a process of its own.
+//! (`cuzk_filecoin::satisfying_c1`); and `referee`: one partition on the GPU against the CPU
+//! backend. Its proofs are checked with the client's `cuzk-bench verify` (crate cuzk-cli), in
+//! a process of its own.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
 use cuzk_filecoin::fixture::{human_size, FIXTURE_MINER_ID, FIXTURE_SECTOR_ID};
@@ -82,52 +83,7 @@ pub fn run(out: Option<PathBuf>, size: u64, args: &SatisfyingArgs) -> Result<()>
             p.setup.as_secs_f64()
         ),
     }
-    println!("  peak RSS    {}", crate::peak_rss());
-    Ok(())
-}
-
-/// `verify`'s options.
-#[derive(clap::Args)]
-pub struct VerifyArgs {
-    /// The C1 output the proof was made from (bare or lotus-bench envelope).
-    #[arg(long)]
-    pub c1: PathBuf,
-    /// The proof bytes (as seal_commit_phase2 writes them).
-    #[arg(long)]
-    pub proof: PathBuf,
-    /// Directory with the verifying key (Filecoin naming).
-    #[arg(long)]
-    pub param_cache: PathBuf,
-    /// Miner actor id (gives the prover id).
-    #[arg(long, default_value_t = FIXTURE_MINER_ID)]
-    pub miner_id: u64,
-    /// Sector number [default: the envelope's SectorNum, else the fixture's].
-    #[arg(long)]
-    pub sector_id: Option<u64>,
-}
-
-/// filecoin-proofs' `verify_seal` on a proof file; fails unless it verifies.
-pub fn verify(args: &VerifyArgs) -> Result<()> {
-    let read = |p: &Path| std::fs::read(p).with_context(|| format!("reading {}", p.display()));
-    let c1 = cuzk_filecoin::parse_c1(&read(&args.c1)?).with_context(|| format!("C1 input {}", args.c1.display()))?;
-    let proof = read(&args.proof)?;
-    cuzk_filecoin::params::use_proof_dirs(&args.param_cache, None)?;
-    let id = cuzk_filecoin::SectorIdentity {
-        prover_id: cuzk_filecoin::prover_id_from_miner(args.miner_id),
-        sector_id: args.sector_id.or(c1.sector_num).unwrap_or(FIXTURE_SECTOR_ID),
-    };
-    let t = std::time::Instant::now();
-    if !cuzk_filecoin::verify_porep_c2(&c1.output, id, &proof)? {
-        bail!("{}: the proof does not verify (filecoin-proofs verify_seal returned false)", args.proof.display());
-    }
-    println!(
-        "verify_seal: OK ({:?}, {} bytes, miner {}, sector {}, {:.2} s)",
-        c1.registered_proof(),
-        proof.len(),
-        args.miner_id,
-        id.sector_id,
-        t.elapsed().as_secs_f64()
-    );
+    println!("  peak RSS    {}", crate::report::peak_rss());
     Ok(())
 }
 
@@ -167,7 +123,7 @@ pub fn referee(args: &RefereeArgs) -> Result<()> {
     let srs = cuzk_groth16::Srs::load(&cuzk_filecoin::params::seal_params_path(&args.param_cache, c1.registered_proof())?)?;
     println!("referee: {:?} partition {k}; parameters loaded in {:.1} s", c1.registered_proof(), t.elapsed().as_secs_f64());
     let (r, s) = cuzk_groth16::prover::random_blinding(&mut rand_chacha::ChaCha20Rng::seed_from_u64(args.seed));
-    let gpu = crate::select_backend(crate::BackendKind::Gpu)?;
+    let gpu = cuzk_cli::offline::select_backend(cuzk_cli::offline::BackendKind::Gpu)?;
     let mut proofs = Vec::new();
     for (name, backend, path) in
         [("gpu", gpu.as_ref(), SynthesisPath::CompiledDeferred), ("cpu", &cuzk_groth16::CpuBackend as &dyn cuzk_groth16::Backend, SynthesisPath::Compiled)]

@@ -334,7 +334,7 @@ pub fn run(args: &ShapeBenchArgs) -> Result<()> {
 /// A copy of the witness in the memory synthesis gives a real one: a, b and c advised onto
 /// huge pages with room for the domain, aux advised (`cuzk_groth16::hugepages`). A plain
 /// clone is neither, and the prover's host copies and pads behave differently on it (the
-/// lean H step's 7.6 s in the engine against 1.0 s here: bench/NOTES.md, 2026-12-04 fifth
+/// lean H step's 7.6 s in the engine against 1.0 s here: bench/history/2026-12-04.md, fifth
 /// session).
 fn as_synthesized(w: &PartitionWitness) -> PartitionWitness {
     use cuzk_groth16::hugepages::{domain_capacity, par_copy as copy};
@@ -467,7 +467,7 @@ fn gpu_budget(
     } else {
         let (wall, t) = warm[warm.len() / 2];
         let mut walls: Vec<f64> = warm.iter().map(|w| ms(w.0)).collect();
-        let (median, lo, hi) = crate::median_spread(&mut walls);
+        let (median, lo, hi) = crate::report::median_spread(&mut walls);
         println!(
             "  warm rounds, budget {label}: {} (the cold round left out), wall median {median:.1} ms ({lo:.1}-{hi:.1}); the median round's stages:",
             warm.len()
@@ -518,7 +518,7 @@ fn gpu_budget(
         }
         gpu.retune(base);
         if rounds > 1 {
-            let (w, h) = (crate::median_spread(&mut walls), crate::median_spread(&mut h_kernels));
+            let (w, h) = (crate::report::median_spread(&mut walls), crate::report::median_spread(&mut h_kernels));
             println!(
                 "  variant {variant}: {} warm rounds, wall median {:.1} ms ({:.1}-{:.1}), H MSM kernels median {:.1} ms ({:.1}-{:.1})",
                 walls.len(),

@@ -29,7 +29,7 @@ pub fn shape_only_job(kind: ProofKind, raw: &[u8]) -> Result<Box<dyn ProofJob>> 
             id: cuzk_filecoin::SectorIdentity { prover_id: [0; 32], sector_id: 0 },
         }),
         _ => {
-            let input: cuzk_filecoin::fixture::KindInput = serde_json::from_slice(raw).context("not a kind input")?;
+            let input: cuzk_filecoin::kind_input::KindInput = serde_json::from_slice(raw).context("not a kind input")?;
             crate::synth_kinds::kind_job(&input, true)?
         }
     })
@@ -39,6 +39,6 @@ pub fn shape_only_job(kind: ProofKind, raw: &[u8]) -> Result<Box<dyn ProofJob>> 
 pub fn sector_size_of(kind: ProofKind, raw: &[u8]) -> Result<u64> {
     Ok(match kind {
         ProofKind::PoRepSealCommit => u64::from(parse_c1(raw)?.registered_proof().sector_size()),
-        _ => serde_json::from_slice::<cuzk_filecoin::fixture::KindInput>(raw)?.sector_size,
+        _ => serde_json::from_slice::<cuzk_filecoin::kind_input::KindInput>(raw)?.sector_size,
     })
 }

@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use cuzk_engine::ProofKind;
-use cuzk_filecoin::fixture::KindInput;
+use cuzk_filecoin::kind_input::KindInput;
 use cuzk_filecoin::parse_c1;
 
 #[derive(clap::Args, Debug)]

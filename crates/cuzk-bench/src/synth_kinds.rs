@@ -9,12 +9,12 @@ use std::path::Path;
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
-use cuzk_filecoin::fixture::KindInput;
+use cuzk_filecoin::kind_input::KindInput;
 use cuzk_filecoin::synthesis::{clear_compiled, compiled_for, SynthesisPath};
 use cuzk_filecoin::{ProofJob, SynthesisTimings};
 use cuzk_groth16::PartitionWitness;
 
-use crate::{median_spread, peak_rss, stages};
+use crate::report::{median_spread, peak_rss, stages};
 
 /// The job of a kind input: real inputs through the daemon's constructors (every check,
 /// filecoin-proofs' vanilla verifier included), shape-only ones through the bench's.

@@ -12,8 +12,8 @@
 //! Pinned entries (`[srs] pinned`, WinningPoSt's by default) are kept when idle: never
 //! evicted for the limit, and for room in the host budget only when no other idle entry can
 //! make it (a job never waits on them): a WinningPoSt has seconds to answer, and reloading
-//! its parameters beside a loaded machine costs about a second (bench/NOTES.md,
-//! 2026-12-06). An explicit evict removes them too.
+//! its parameters beside a loaded machine costs about a second (bench/history/2026-12-06.md).
+//! An explicit evict removes them too.
 //!
 //! Every decision is logged: a load (pinned or not), an eviction and its reason.
 //!

@@ -18,7 +18,7 @@ async fn result(e: &Engine, id: &str) -> Arc<JobResult> {
 
 /// NI-PoRep's 13 partitions through the partition scheduler (two synthesis threads, two
 /// workers, several partitions in flight at once), aggregated and verified by
-/// filecoin-proofs. Run with `cargo test --release -p cuzk-engine --test ni_porep_2kib -- --ignored`; its result is in bench/NOTES.md.
+/// filecoin-proofs. Run with `cargo test --release -p cuzk-engine --test ni_porep_2kib -- --ignored`; its result is in bench/history/2026-12-01.md.
 #[tokio::test(flavor = "multi_thread")]
 #[ignore = "proves 13 partitions on the CPU backend: 305 s on CI's 2 cores (its fixture 50 s more the first time), past CI's 40-minute aim"]
 async fn ni_porep_2kib_partitions_through_the_scheduler_verify() {

@@ -1,6 +1,6 @@
 //! Two threads synthesizing partitions at once, as two of the engine's synthesis threads do:
 //! each synthesis's wall time, to compare one shared synthesis pool (the default) with a
-//! pool per thread (`per-thread`; `SynthesisTuning::per_thread_pools`, bench/NOTES.md). Input: the 2 KiB NI-PoRep shape-only C1 (13 partitions;
+//! pool per thread (`per-thread`; `SynthesisTuning::per_thread_pools`, bench/history/2026-12-01.md). Input: the 2 KiB NI-PoRep shape-only C1 (13 partitions;
 //! shape-only: cannot verify, its witnesses are only timed), its circuit recorded first.
 //!
 //!   cargo run --release -p cuzk-filecoin --example concurrent_synthesis -- per-thread

@@ -10,10 +10,10 @@ pub enum ProofError {
     /// The request's input is wrong; the message names the field and what was expected.
     #[error("{0}")]
     BadInput(String),
-    /// The input is a shape-only one (`cuzk-bench gen-fixture --shape-only`: random contents,
+    /// The input is a shape-only one (`cuzk-lab gen-fixture --shape-only`: random contents,
     /// a real input's structure, for benches); `what` names the field that carries it.
     #[error(
-        "{what} is a shape-only input ({note}): random contents made by `cuzk-bench \
+        "{what} is a shape-only input ({note}): random contents made by `cuzk-lab \
          gen-fixture --shape-only` for benches; the daemon proves only real inputs",
         note = SHAPE_ONLY_NOTE
     )]

@@ -34,10 +34,11 @@
 pub mod c1;
 pub mod error;
 /// Test fixtures (parameters from our own setup, a sealed sector's C1 output): tests and
-/// cuzk-bench, never the daemon.
+/// cuzk-lab, never the daemon.
 #[cfg(any(test, feature = "testing"))]
 pub mod fixture;
 pub mod job;
+pub mod kind_input;
 pub mod native_sha;
 pub mod params;
 pub mod porep;

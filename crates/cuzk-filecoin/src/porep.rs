@@ -349,7 +349,7 @@ impl<Tree: 'static + MerkleTreeTrait> Shaped<Tree> {
         let parts = || -> Result<Vec<C>, ProofError> {
             challenges.chunks(1).map(|group| build(group).map_err(|e| circuit_error(k, e))).collect()
         };
-        // The challenge groups in parallel (bench/NOTES.md: all 16 cores on a 32 GiB partition).
+        // The challenge groups in parallel (bench/history/2026-12-01.md: all 16 cores on a 32 GiB partition).
         let pieces = (challenges.len() > 1)
             .then_some(crate::synthesis::Pieces { marker: "challenge_", parts: &parts });
         synthesize_partition(&circuit_key(self.proof_type), path, k, make, pieces)

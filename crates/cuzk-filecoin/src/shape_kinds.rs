@@ -47,7 +47,7 @@ use storage_proofs_core::proof::ProofScheme;
 use storage_proofs_core::sector::SectorId;
 use storage_proofs_post::fallback::{self, FallbackPoSt};
 
-use crate::fixture::KindInput;
+use crate::kind_input::KindInput;
 use crate::post::post_proof_to_wire;
 use crate::shape_c1::{random_bytes, random_node, random_path, random_tree_proof, TreeDomain};
 use crate::shape_marker::{marked_json, SHAPE_ONLY_TAG};

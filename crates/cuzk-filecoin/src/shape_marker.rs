@@ -1,5 +1,5 @@
 //! The mark of a shape-only input (random contents with a real input's exact structure, made
-//! by `cuzk-bench gen-fixture --shape-only` for benches): the daemon refuses every one with a
+//! by `cuzk-lab gen-fixture --shape-only` for benches): the daemon refuses every one with a
 //! message saying "shape-only: cannot verify" before any circuit is built (a C1 at plan, a
 //! PoSt or SnapDeals input when its job is built, before filecoin-proofs' verifier).
 //!

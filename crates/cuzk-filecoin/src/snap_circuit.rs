@@ -608,7 +608,8 @@ mod tests {
     //! On the real 2 KiB fixture (satisfied) and shape-only 2 KiB and 8 MiB partitions (not
     //! satisfiable: the first unsatisfied constraint is compared too).
     use super::*;
-    use crate::fixture::{kind_fixtures_2kib, KindInput};
+    use crate::fixture::kind_fixtures_2kib;
+    use crate::kind_input::KindInput;
     use crate::shape_kinds::shape_only_snap;
     use cuzk_groth16::compiled::{compile, compile_pieces, synthesize_compiled, synthesize_compiled_pieces, CompiledCircuit};
     use cuzk_groth16::PartitionWitness;

@@ -69,7 +69,7 @@ pub struct SynthesisTuning {
     /// 0 to 19; default 10). The prover's CPU stages (the scalar split, the staging copies
     /// to the GPU) are on the GPU's critical path and go first: a 32 GiB partition proved in
     /// 11-12 s with synthesis at the same priority beside it, 3.4-3.8 s alone
-    /// (bench/NOTES.md). 0 keeps the process's priority.
+    /// (bench/history/2026-12-01.md). 0 keeps the process's priority.
     pub nice: i32,
     /// Large vectors (parts' aux, a, b, c) advised onto transparent huge pages
     /// (`cuzk_groth16::hugepages`; default on: 28% of a 32 GiB partition's synthesis CPU
@@ -321,7 +321,7 @@ fn build_pool(name: &'static str, nice: i32) -> rayon::ThreadPool {
 /// the engine's synthesis threads, a pool of its own of one thread per core: partitions
 /// synthesized at once then share the cores through the OS scheduler rather than one pool's
 /// work stealing, where a thread waiting for its own stolen task may run another
-/// partition's long one meanwhile (bench/NOTES.md, the uneven pairs of the engine run).
+/// partition's long one meanwhile (bench/history/2026-12-01.md, the uneven pairs of the engine run).
 /// A caller already on a rayon thread runs `op` where it is.
 fn in_synthesis_pool<R: Send>(op: impl FnOnce() -> R + Send) -> R {
     thread_local! {

@@ -4,7 +4,8 @@
 //! and each bad input refused with the message that names it. Fixtures and test parameters
 //! are generated on first use (about 7 minutes on 2 cores) and cached.
 
-use cuzk_filecoin::fixture::{kind_fixtures_2kib, KindFixtures, KindInput};
+use cuzk_filecoin::fixture::{kind_fixtures_2kib, KindFixtures};
+use cuzk_filecoin::kind_input::KindInput;
 use cuzk_filecoin::params::{post_params_path, update_params_path};
 use cuzk_filecoin::post::post_proof_from_wire;
 use cuzk_filecoin::snap::update_proof_from_wire;

@@ -138,7 +138,7 @@ fn the_same_spec_gives_the_same_output_and_another_seed_other_challenges() {
 /// parameters accepts them and storage-proofs' vanilla verifier (run by the generator) passes;
 /// at 8 MiB and 512 MiB partition 0 satisfies the real circuit;
 /// 32 GiB has the sub-tree level (8-8-0), 64 GiB the top-tree level too (8-8-2). Times and
-/// sizes are printed (benchmarks check speed; bench/NOTES.md has the figures).
+/// sizes are printed (benchmarks check speed; bench/history/2026-12-07.md has the figures).
 #[test]
 fn satisfying_c1s_at_8mib_512mib_32gib_and_64gib_pass_the_vanilla_verifier_and_small_ones_the_circuit() {
     for proof in [StackedDrg8MiBV1_1, StackedDrg512MiBV1_1, StackedDrg32GiBV1_1, StackedDrg64GiBV1_1] {

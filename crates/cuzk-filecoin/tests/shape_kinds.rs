@@ -5,7 +5,8 @@
 //! daemon's constructor refuses them with a message saying so, and the bench-only one refuses
 //! real inputs. A SnapDeals input carrying the tag is refused the same way.
 
-use cuzk_filecoin::fixture::{kind_fixtures_2kib, KindFixtures, KindInput};
+use cuzk_filecoin::fixture::{kind_fixtures_2kib, KindFixtures};
+use cuzk_filecoin::kind_input::KindInput;
 use cuzk_filecoin::post::post_proof_from_wire;
 use cuzk_filecoin::shape_kinds::{
     shape_only_kind_json, shape_only_post, shape_only_post_job, shape_only_post_proof,

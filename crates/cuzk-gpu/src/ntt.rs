@@ -433,7 +433,7 @@ impl<'g> HKit<'g> {
 /// upload (the host filling the staging buffers) runs beside it; and a, b and c are freed
 /// (on a thread of their own) as soon as each is up, so that giving their pages back to
 /// the system overlaps the NTT kernels instead of the H MSM, whose workspace allocation
-/// waits for it (on the H200, 2026-12-03, bench/NOTES.md: the 32 GiB partition's H MSM
+/// waits for it (on the H200, 2026-12-03, bench/history/2026-12-03.md: the 32 GiB partition's H MSM
 /// spent 0.36-0.75 s allocating its workspace beside such a free, 1-3 ms without it). The
 /// switches that gave the old orders (all uploads first; the frees after the step) are
 /// gone.
@@ -540,7 +540,7 @@ pub(crate) fn h_of_device_polys(
 /// Each download (b's transform, then c's) runs beside the next polynomial's upload (c,
 /// then a) into the other buffer, which then serves as the values and the first as the
 /// scratch: PCIe is full duplex, so two of the 4n-element legs take the time of one (on
-/// the H200, 2026-12-04, fifth session, bench/NOTES.md: the 14 GiB budget's H step took
+/// the H200, 2026-12-04, fifth session, bench/history/2026-12-04.md: the 14 GiB budget's H step took
 /// 987 ms against 1036-1069 ms one after the other; that switch is gone).
 pub(crate) fn h_on_device_lean(
     gpu: &Gpu,

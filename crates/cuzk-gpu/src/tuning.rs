@@ -2,7 +2,7 @@
 //! vary, in one typed struct. It enters once, at [`crate::GpuBackend::open_with`], and flows
 //! down to the device, the MSM plan and the NTT as a field or an argument; nothing in this
 //! crate reads the environment for it. `Default` holds today's measured defaults; each
-//! field's doc names the measurement behind its default (bench/NOTES.md and BENCH.md).
+//! field's doc names the measurement behind its default (bench/history/ and BENCH.md).
 //!
 //! Two fields are operator keys (cuzkd's configuration sets them): [`GpuTuning::pin_host`]
 //! and [`GpuTuning::copy_threads`]. The others are bench variants: a bench compares them in
@@ -44,7 +44,7 @@ pub struct GpuTuning {
     /// Whether the H step page-locks a, b and c in place (`cuMemHostRegister`, 256 MiB
     /// pieces on 8 threads, released on every exit of the step) and moves them by DMA
     /// straight from host memory instead of through the pinned staging buffers. Off: on the
-    /// H200 (2026-12-04, sixth session, bench/NOTES.md) pinning and releasing a 32 GiB
+    /// H200 (2026-12-04, sixth session, bench/history/2026-12-04.md) pinning and releasing a 32 GiB
     /// partition's a, b and c took 0.5-0.7 s a proof, more than the staged copy saves
     /// (shape-bench, full budget: 1875.5 ms staged against 2349.5 ms pinned), except on a
     /// 14 GiB budget with synthesis beside it (engine: 3.66 s a partition pinned against
@@ -52,7 +52,7 @@ pub struct GpuTuning {
     pub pin_host: bool,
     /// Threads of a pool of their own for the host side of staged copies (pageable memory
     /// to and from the pinned staging buffers); 0 is rayon's global pool. 0: on the H200
-    /// (2026-12-03, bench/NOTES.md, the scalar split on a pool of its own) a 2^27 H step's
+    /// (2026-12-03, bench/history/2026-12-03.md, the scalar split on a pool of its own) a 2^27 H step's
     /// uploads took 0.27 s on the global pool's 16 threads and 0.50 s on a pool of 8; through
     /// the engine on a 14 GiB budget (2026-12-04, sixth session) a pool of 16 gave 4.44 s a
     /// partition against 3.98 s. An operator key. Was `CUZK_GPU_COPY_THREADS`.
@@ -60,7 +60,7 @@ pub struct GpuTuning {
     /// Whether `h_msm` keeps a, b, c and h on the device (all four when the budget holds
     /// them, else the lean path in one NTT's memory). Off: the host path, each NTT's values
     /// up and back and h uploaded again for its MSM, the reference for equality tests and
-    /// benches. On: on the H200 (2026-12-03, bench/NOTES.md) the 32 GiB-shaped partition took
+    /// benches. On: on the H200 (2026-12-03, bench/history/2026-12-03.md) the 32 GiB-shaped partition took
     /// 2.35 s against 5.19 s with the host H step in the same run. Was
     /// `GpuBackend::set_device_h`.
     pub device_h: bool,
@@ -74,11 +74,11 @@ pub struct GpuTuning {
     /// calls, at most half the budget, least recently used evicted first. Turned off by
     /// [`crate::GpuBackend::retune`], the resident arrays are dropped and every call
     /// streams its bases. On: the resident 32 GiB partition's L/A/B took 248 ms on the H200
-    /// (2026-12-04, fourth session, bench/NOTES.md) against 612 ms on a 14 GiB budget that
+    /// (2026-12-04, fourth session, bench/history/2026-12-04.md) against 612 ms on a 14 GiB budget that
     /// streams some of them. Was `GpuBackend::set_residency`.
     pub residency: bool,
     /// The NTT kernels. [`NttPasses::FusedCapped`]: on the H200 (2026-11-30, BENCH.md v9,
-    /// bench/NOTES.md "NTT: several stages per pass") a 2^27 forward transform took 66.3 ms
+    /// bench/history/2026-11-30.md "NTT: several stages per pass") a 2^27 forward transform took 66.3 ms
     /// of kernels capped, 76.1 ms uncapped and 83.4 ms in radix-4 passes, in one run; 47.3
     /// ms capped since the 16-byte loads (2026-12-04). Transforms of 2 elements take the
     /// radix passes whatever this says. A bench variant. Was `CUZK_NTT_FUSED` (0 radix, 1
@@ -90,20 +90,20 @@ pub struct GpuTuning {
     /// 247 and took 29.8 ms). A bench variant. Was `CUZK_NTT_MAX_LOG_RADIX`.
     pub ntt_max_log_radix: u32,
     /// The window width of every MSM chunk, 4 to 22 bits; None: the plan's rule (log2 of the
-    /// chunk minus 4, at most 16). None: on the H200 (2026-12-03, bench/NOTES.md) no width
+    /// chunk minus 4, at most 16). None: on the H200 (2026-12-03, bench/history/2026-12-03.md) no width
     /// from 17 to 22 beat 16 over 2^26 and 2^27 points, in chunks or in one pass. A bench
     /// variant. Was `GpuBackend::set_msm_window`.
     pub msm_window: Option<u32>,
     /// The window width of MSM chunks of 2^26 points or more (in a proof, the H MSM's
     /// alone), 4 to 22 bits; None: the plan's rule (16); [`GpuTuning::msm_window`] wins
-    /// over it. None: on the H200 (2026-12-04, fourth session, bench/NOTES.md) the H MSM took
+    /// over it. None: on the H200 (2026-12-04, fourth session, bench/history/2026-12-04.md) the H MSM took
     /// 1061.2 ms at c = 20 against 1051.2 ms at 16. A bench variant. Was
     /// `CUZK_MSM_WIDE_WINDOW`.
     pub msm_wide_window: Option<u32>,
     /// Caps every MSM call's chunk at 2^k points, k from 10 to 30 (the budget may cut it
     /// further); None: the plan's rule (see [`GpuTuning::msm_upload_chunk_log`]; a call that
     /// uploads nothing, the H MSM over resident bases, is one pass). None: on the H200
-    /// (2026-12-03, BENCH.md and bench/NOTES.md) the one-pass H MSM took 1249 ms of kernels
+    /// (2026-12-03, BENCH.md and bench/history/2026-12-03.md) the one-pass H MSM took 1249 ms of kernels
     /// at 2^27 against 1487 ms in chunks of 2^22; `Some(22)` gives those chunks back. A
     /// bench variant. Was `CUZK_MSM_MAX_CHUNK_LOG`.
     pub msm_max_chunk_log: Option<u32>,
@@ -111,21 +111,21 @@ pub struct GpuTuning {
     /// bases or an index array), 2^k points, k from 10 to 30; None: 2^22, and 2^24 for a call
     /// that streams its bases over scalars already on the device (the H MSM on a budget
     /// that cannot keep its bases). On the H200 (2026-12-04, fourth and fifth sessions,
-    /// bench/NOTES.md) 2^24 made that H MSM 1189 ms against 1256 ms, but L/A/B, which upload
+    /// bench/history/2026-12-04.md) 2^24 made that H MSM 1189 ms against 1256 ms, but L/A/B, which upload
     /// their scalars, 645 ms against 612 ms; hence the split rule. A bench variant. Was
     /// `CUZK_MSM_UPLOAD_CHUNK_LOG`.
     pub msm_upload_chunk_log: Option<u32>,
     /// Whether the MSM bucket phase derives each slot's bucket key from the scatter's
     /// cursors instead of storing it beside the entries (half the scatter's scattered
     /// stores, no key array). Never with batch-affine levels, whose first level reads the
-    /// stored keys. On: on the H200 (2026-12-04, fourth session, bench/NOTES.md) the 32 GiB
+    /// stored keys. On: on the H200 (2026-12-04, fourth session, bench/history/2026-12-04.md) the 32 GiB
     /// partition's H MSM scatter took 98 ms instead of 236, its kernels 1051 ms instead of
     /// 1181. A bench variant. Was `CUZK_MSM_DERIVED_KEYS`.
     pub msm_derived_keys: bool,
     /// Batch-affine levels (0 to 12) of the G1 bucket phase in calls that upload nothing
     /// per chunk and have at least 2^[`GpuTuning::msm_batch_min_log`] points: each bucket's
     /// entries summed pairwise in affine coordinates first, a level's inversions batched.
-    /// 0: on the H200 (2026-12-04, bench/NOTES.md "16-byte loads") the 32 GiB partition's H
+    /// 0: on the H200 (2026-12-04, bench/history/2026-12-04.md "16-byte loads") the 32 GiB partition's H
     /// MSM took 1181 ms of kernels without levels against 1255, 1263 and 1305 ms with 1, 3
     /// and 6 (each level gathers its points twice). A bench variant. Was
     /// `CUZK_MSM_BATCH_LEVELS`.

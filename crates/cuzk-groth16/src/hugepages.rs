@@ -3,7 +3,7 @@
 //! A 32 GiB partition's compiled synthesis writes about 21 GB of memory it has just
 //! allocated: each part's aux, the joined aux, then a, b and c. On 4 KiB pages that is some
 //! 5 million page faults per partition; the H200 machine's run of 2026-12-02 spent 28% of
-//! its CPU time in the kernel (bench/NOTES.md). [`vec_with_capacity`] asks the kernel to back
+//! its CPU time in the kernel (bench/history/2026-12-02.md). [`vec_with_capacity`] asks the kernel to back
 //! a large vector with transparent huge pages (Linux `madvise(MADV_HUGEPAGE)`) before its
 //! first write: one fault per 2 MiB. Whether the kernel grants them is its setting
 //! ([`kernel_setting`]: `always` and `madvise` do, `never` ignores the advice); nothing
@@ -57,7 +57,7 @@ pub fn vec_with_capacity<T>(n: usize) -> Vec<T> {
 /// a range over several mappings: `EFAULT`), so the allocator copies it on one thread
 /// instead. On the 2-core build machine (2026-12-04, `cargo run --release -p cuzk-groth16
 /// --example grow_bench`), padding a 32 GiB partition's a that way took 2.9 s (19.5 s with
-/// tests running beside it), against 14 ms within the capacity (bench/NOTES.md).
+/// tests running beside it), against 14 ms within the capacity (bench/history/2026-12-04.md).
 pub fn domain_capacity(len: usize) -> usize {
     crate::domain::domain_size(len)
 }

@@ -4,7 +4,7 @@
 //! copies that feed the GPU, [`crate::prover`]'s scalar split beside the H step) waits
 //! there behind whatever else was queued first (the other of the two; synthesis has pools
 //! of its own, cuzk-filecoin's synthesis.rs). On the
-//! H200 (2026-12-03, bench/NOTES.md), a 2^27 H step's 12 GiB upload took 0.78 s with the
+//! H200 (2026-12-03, bench/history/2026-12-03.md), a 2^27 H step's 12 GiB upload took 0.78 s with the
 //! split beside it on the global pool, and 0.27 s with the split on a pool of its own.
 
 use std::sync::Mutex;

@@ -366,7 +366,7 @@ pub struct ProverTuning {
     /// Threads of the pool that splits the scalars beside the H step ([`crate::pools`]):
     /// `None` is a quarter of the cores, at least 2 (the H200, 2026-12-03: a 2^27 H step's
     /// upload took 0.27 s beside a split on its own pool, 0.78 s beside one on the global
-    /// pool; bench/NOTES.md); `Some(0)` splits on rayon's global pool. The split has the
+    /// pool; bench/history/2026-12-03.md); `Some(0)` splits on rayon's global pool. The split has the
     /// whole H step and H MSM to finish in.
     pub split_threads: Option<usize>,
 }

@@ -2,13 +2,13 @@
 //!
 //! Freeing a vector of gigabytes unmaps it in one system call that runs until every page is
 //! gone (hundreds of milliseconds for 4 GiB on 4 KiB pages) and holds the process's
-//! address-space lock meanwhile. On the H200 (2026-12-03, bench/NOTES.md), device memory
+//! address-space lock meanwhile. On the H200 (2026-12-03, bench/history/2026-12-03.md), device memory
 //! allocations made while a, b and c were being freed this way waited for it: an H MSM's
 //! workspace took 0.36-0.63 s to allocate instead of 1-5 ms. [`drop_in_background`] frees
 //! on a thread of its own, and first gives the pages of large vectors back in slices
 //! (`madvise(MADV_DONTNEED)`, [`SLICE`] bytes per call), so that no one call holds the lock
 //! for long; the unmap that follows finds no pages left.
-//! Both won their measurement (the H200, 2026-12-03; bench/NOTES.md), so freeing on the
+//! Both won their measurement (the H200, 2026-12-03; bench/history/2026-12-03.md), so freeing on the
 //! caller's thread and in one piece are gone.
 
 /// Bytes given back per system call.

@@ -555,7 +555,7 @@ impl Config {
         let mut ec = cuzk_engine::EngineConfig::new(&self.daemon.state_dir);
         ec.gpu_workers_per_device = self.gpus.gpu_workers_per_device;
         // Synthesis is the CPU half of a proof; a GPU proves faster than one synthesis
-        // thread feeds it (bench/NOTES.md, H200: 2.1 s synthesis against 0.5 s on the GPU),
+        // thread feeds it (bench/history/2026-11-30.md, H200: 2.1 s synthesis against 0.5 s on the GPU),
         // so two per GPU by default. On the CPU backend one, since synthesis and proving
         // share the cores.
         ec.synthesis_workers = e.synthesis_workers.unwrap_or(if gpus > 0 { 2 * gpus } else { 1 });

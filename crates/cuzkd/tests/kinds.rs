@@ -12,7 +12,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::*;
-use cuzk_filecoin::fixture::{default_fixture_dir, ensure_fixture, ensure_kind_fixtures, KindInput};
+use cuzk_filecoin::fixture::{default_fixture_dir, ensure_fixture, ensure_kind_fixtures};
+use cuzk_filecoin::kind_input::KindInput;
 use cuzk_filecoin::prover_id_from_miner;
 use cuzk_filecoin::shape_c1::{shape_only_c1, shape_only_json};
 use cuzk_filecoin::shape_kinds::{shape_only_post, shape_only_post_proof};
@@ -127,7 +128,7 @@ async fn every_proof_kind_curio_sends_is_proved_and_verifies() {
     let mut wrong_type = winpost(&k.winning);
     wrong_type.request_id.push_str("-window-type");
     wrong_type.registered_proof = k.window.registered_proof;
-    // Shape-only inputs of every kind (random contents, `cuzk-bench gen-fixture --shape-only`):
+    // Shape-only inputs of every kind (random contents, `cuzk-lab gen-fixture --shape-only`):
     // refused, saying so.
     let shape_c1 = shape_only_c1(RegisteredSealProof::StackedDrg2KiBV1_1, 7).unwrap();
     let shape_porep = SubmitProofRequest {

@@ -11,7 +11,7 @@
 //! many jobs through the same gRPC, engine, spool and recovery paths as real proofs. The two
 //! PoRep jobs are real and are verified with filecoin-proofs.
 //!
-//! `CUZK_SOAK_KILLS` and `CUZK_SOAK_JOBS` scale it for long runs (bench/NOTES.md).
+//! `CUZK_SOAK_KILLS` and `CUZK_SOAK_JOBS` scale it for long runs (bench/history/2026-12-01.md).
 
 mod common;
 

@@ -44,7 +44,7 @@ pub struct EngineConfig {
     /// host budget only when no other idle parameters can make it, so that no job waits on
     /// them. Default `["winning"]`: a WinningPoSt must answer
     /// within seconds, its 32 GiB parameters are 0.2 GB, and reading them again on a loaded
-    /// machine costs about a second (bench/NOTES.md, 2026-12-06).
+    /// machine costs about a second (bench/history/2026-12-06.md).
     pub srs_pinned: Vec<String>,
     /// Where loaded parameters are spilled (`[srs] host_release_dir`): their decoded points
     /// go to an unlinked file there, and once a device holds every section resident, their

@@ -29,7 +29,7 @@ pub(crate) const INV_DIRECT: usize = 1 << 15;
 const WIDE_MIN_LOG: u32 = 26;
 
 /// Window width c for chunks of m points: log2(m) - 4, at most 16 bits (2^15 buckets per
-/// window). Measured on the H200 (bench/NOTES.md, 2026-12-03): in one pass over 2^26 and
+/// window). Measured on the H200 (bench/history/2026-12-03.md): in one pass over 2^26 and
 /// 2^27 points no width from 17 to 22 bits beat 16, though 22 needs a quarter fewer
 /// additions.
 pub(crate) fn window_bits(m: usize) -> u32 {
@@ -146,7 +146,7 @@ impl BaLayout {
 /// device (the H MSM when the budget does not hold its bases: a 16 GB card) takes 2^24:
 /// each chunk pays its own carries and window reduction (178 ms of the 2^27 H MSM's 1234
 /// in chunks of 2^22), and its base uploads stay overlapped. Measured on the H200
-/// (bench/NOTES.md, 2026-12-04, fourth session, chunks of 2^24 for every uploading call
+/// (bench/history/2026-12-04.md, fourth session, chunks of 2^24 for every uploading call
 /// in the same run): that call took 1189 ms against 1256 (kernels 1140 against 1234),
 /// while L/A/B, which upload their scalars, became slower (645 against 612 ms), so they
 /// keep 2^22. The tuning's `msm_max_chunk_log` sets every call's chunk when set (up to

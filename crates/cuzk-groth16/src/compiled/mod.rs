@@ -129,7 +129,7 @@ impl PartLayout {
 }
 
 /// Whether a witness run whose parts match the recording's layout writes them in place (the
-/// default, which won its measurement: bench/NOTES.md, 2026-12-02) or joins them first, as
+/// default, which won its measurement: bench/history/2026-12-02.md) or joins them first, as
 /// a part whose counts differ from the layout does anyway. Only synth-bench turns it off
 /// ([`set_in_place`]), to compare the two in one run.
 static IN_PLACE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);

@@ -3,12 +3,12 @@
 //! already parse (upstream cuzk-bench's); the live progress goes to stderr.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
-use cuzk_filecoin::fixture::{default_fixture_dir, KindInput};
+use cuzk_filecoin::kind_input::KindInput;
 use cuzk_proto::v1::{await_proof_response::Status, *};
 use cuzk_proto::{connect_with, Address, AuthChannel, ClientAuth, ProvingEngineClient, DEFAULT_MAX_MESSAGE_BYTES};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -89,12 +89,6 @@ impl ProofType {
         }
     }
 
-    /// `--input`'s default: the 2 KiB fixture's `kinds/<kind>.json` under
-    /// `$CUZK_FIXTURE_DIR` (else `~/.cache/cuzk/fixtures`); PoRep has none.
-    pub fn default_input(self) -> Option<PathBuf> {
-        let kind = self.input_kind()?;
-        Some(default_fixture_dir(2048).join("kinds").join(format!("{kind}.json")))
-    }
 }
 
 impl std::fmt::Display for ProofType {
@@ -138,7 +132,7 @@ impl ProofInput {
         };
         let raw = std::fs::read(path).with_context(|| {
             format!(
-                "reading the -t {kind} input {} (pass --input PATH; `cuzk-bench gen-fixture` makes the 2 KiB ones)",
+                "reading the -t {kind} input {} (`cuzk-lab gen-fixture` makes the 2 KiB test ones)",
                 path.display()
             )
         })?;
@@ -886,7 +880,5 @@ mod tests {
         assert_eq!(ProofType::parse("Window-Post"), Ok(ProofType::WindowPost));
         let e = ProofType::parse("bogus").unwrap_err();
         assert!(e.contains("\"bogus\"") && e.contains("porep, snap, wpost and winning"), "{e}");
-        assert!(ProofType::WindowPost.default_input().unwrap().ends_with("2KiB/kinds/window.json"));
-        assert!(ProofType::PoRep.default_input().is_none());
     }
 }

@@ -1,6 +1,6 @@
 //! cuzk-bench as a client of a real cuzkd (run in-process on a unix socket, CPU backend):
 //! `batch -t porep -c 3 -j 1` prints the operators' report and all three proofs verify;
-//! `batch -t winning|wpost|snap` proves the 2 KiB kind fixtures (the default `--input`);
+//! `batch -t winning|wpost|snap --input` proves the 2 KiB kind fixtures;
 //! `status`, `metrics`, `preload` and `cancel` talk to the daemon and fail clearly; `status`
 //! carries the bearer token a TCP listener wants.
 
@@ -103,11 +103,13 @@ fn batch_status_metrics_preload_cancel_against_a_running_daemon() {
 
     // The other kinds from the 2 KiB kind fixtures, `-a` before the subcommand (upstream's
     // place); each batch's request ids distinct, so every proof is proved.
-    cuzk_filecoin::fixture::ensure_kind_fixtures(&default_fixture_dir(2048), 2048).expect("2 KiB kind fixtures");
-    for (kind, count) in [("winning", 2), ("wpost", 2), ("snap", 1)] {
+    let k = cuzk_filecoin::fixture::ensure_kind_fixtures(&default_fixture_dir(2048), 2048).expect("2 KiB kind fixtures");
+    for (kind, file, count) in [("winning", "winning", 2), ("wpost", "window", 2), ("snap", "snap", 1)] {
         let kind_dir = dir.join(kind);
+        let input = k.dir.join(format!("kinds/{file}.json"));
         let o = bench(&[
             "-a", &addr, "batch", "-t", kind, "-c", &count.to_string(), "-j", "2", "--out-dir", kind_dir.to_str().unwrap(),
+            "--input", input.to_str().unwrap(),
         ]);
         let (stdout, stderr) = text(&o);
         assert!(o.status.success(), "-t {kind}: {stdout}\n{stderr}");
