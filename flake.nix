@@ -34,6 +34,7 @@
           ./systemd
           ./share # the Grafana dashboard
           ./README.md # also read by a config test (include_str!)
+          ./docs # the operator, configuration, command-line and metrics references
         ];
       };
     in

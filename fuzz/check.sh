@@ -30,28 +30,45 @@ start=$(date +%s)
 cargo fuzz build "${flags[@]}"
 echo "fuzz: build took $(( $(date +%s) - start )) s"
 
-failed=()
-for t in "${targets[@]}"; do
+# run_target T: T for $secs seconds over its corpus; its summary (and the log's tail when it
+# fails) goes to $results/T.out, its exit status to $results/T.rc.
+results="$(mktemp -d)"
+run_target() {
+  local t="$1" found rc=0
   found="$(mktemp -d)"
-  corpora=("corpus/$t")
+  local corpora=("corpus/$t")
   # Large inputs (mutated 2 KiB C1 fixtures, near-duplicates) are kept compressed.
   if [ -f "corpus/$t-large.tar.xz" ]; then
     mkdir -p "$found.large"
     tar -xJf "corpus/$t-large.tar.xz" -C "$found.large"
     corpora+=("$found.large")
   fi
-  echo "fuzz: $t for ${secs} s"
-  rc=0
   cargo fuzz run "${flags[@]}" "$t" "$found" "${corpora[@]}" -- \
     -max_total_time="$secs" -timeout=60 -rss_limit_mb=4096 -print_final_stats=1 \
     >"$found.log" 2>&1 || rc=$?
-  grep -E '^(#[0-9]+ +DONE|stat::number_of_executed_units|stat::average_exec_per_sec)' "$found.log" || true
-  if [ "$rc" -ne 0 ]; then
-    tail -40 "$found.log"
-    failed+=("$t")
-  fi
+  {
+    echo "fuzz: $t for ${secs} s"
+    grep -E '^(#[0-9]+ +DONE|stat::number_of_executed_units|stat::average_exec_per_sec)' "$found.log" || true
+    [ "$rc" -eq 0 ] || tail -40 "$found.log"
+  } > "$results/$t.out"
+  echo "$rc" > "$results/$t.rc"
   rm -rf "$found" "$found.log" "$found.large"
+}
+
+# The targets run side by side, one per core (each is one libFuzzer process): each still gets
+# its own $secs seconds of a whole core, in less wall time.
+cores="$(nproc 2>/dev/null || echo 1)"
+for t in "${targets[@]}"; do
+  while [ "$(jobs -rp | wc -l)" -ge "$cores" ]; do wait -n || true; done
+  run_target "$t" &
 done
+wait
+failed=()
+for t in "${targets[@]}"; do
+  cat "$results/$t.out"
+  [ "$(cat "$results/$t.rc" 2>/dev/null || echo 1)" -eq 0 ] || failed+=("$t")
+done
+rm -rf "$results"
 # The targets' scratch directories (fuzz/src/lib.rs) of processes that have ended.
 for d in /dev/shm/cuzk-fuzz-*; do
   [ -d "$d" ] && [ ! -d "/proc/${d##*-}" ] && rm -rf "$d"

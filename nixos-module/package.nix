@@ -71,6 +71,7 @@ rustPlatform.buildRustPackage {
     install -Dm644 systemd/sysusers.d/cuzk.conf $out/lib/sysusers.d/cuzk.conf
     install -Dm644 systemd/tmpfiles.d/cuzk.conf $out/lib/tmpfiles.d/cuzk.conf
     install -Dm644 README.md $out/share/doc/cuzk/README.md
+    cp -r docs $out/share/doc/cuzk/docs
     # The Grafana dashboard over the metrics endpoint (import it, or point provisioning here).
     install -Dm644 share/grafana/cuzk.json $out/share/cuzk/grafana-dashboard.json
   '';

@@ -20,6 +20,14 @@ REPO="$(cd "$HERE/../.." && pwd)"
 [ "$(id -u)" = 0 ] || { echo "booted.sh: run as root (it boots a container)" >&2; exit 2; }
 T0=$(date +%s)
 
+ensure_host_tools
+# --prepare: only the tools and the cached root filesystem (CI builds them while it compiles
+# and tests), then exit.
+if [ "${1:-}" = --prepare ]; then
+  rootfs_tar >/dev/null || { echo "booted.sh: could not build the root filesystem" >&2; exit 2; }
+  echo "booted.sh --prepare: tools and root filesystem ready after $(( $(date +%s) - T0 ))s"
+  exit 0
+fi
 FIXTURE="${CUZK_FIXTURE_DIR:-$HOME/.cache/cuzk/fixtures}/2KiB"
 for f in c1.envelope.json params parents; do
   [ -e "$FIXTURE/$f" ] || {
@@ -29,7 +37,6 @@ for f in c1.envelope.json params parents; do
   }
 done
 
-ensure_host_tools
 if [ ! -x "$REPO/target/release/cuzkd" ] || [ ! -x "$REPO/target/release/cuzk-bench" ]; then
   (cd "$REPO" && cargo build --release -p cuzkd -p cuzk-cli) || exit 2
 fi

@@ -45,15 +45,6 @@ PROOF_TIMEOUT=600
 T0=$(date +%s)
 elapsed() { echo "$(( $(date +%s) - T0 ))s"; }
 
-FIXTURE="${CUZK_FIXTURE_DIR:-$HOME/.cache/cuzk/fixtures}/2KiB"
-for f in kinds/winning.json "params/$PROOF_PARAMS.params" "params/$PROOF_PARAMS.vk" parents; do
-  [ -e "$FIXTURE/$f" ] || {
-    echo "vm.sh: no 2 KiB fixture at $FIXTURE ($f missing):" \
-      "run cargo run --release -p cuzk-bench -- gen-fixture --sector-size 2KiB" >&2
-    exit 2
-  }
-done
-
 ensure_vm_tools() {
   local missing=() suite
   suite="$(. /etc/os-release && echo "${VERSION_CODENAME:-bookworm}")"
@@ -79,9 +70,6 @@ ensure_vm_tools() {
   done
 }
 ensure_vm_tools
-if [ ! -x "$REPO/target/release/cuzkd" ] || [ ! -x "$REPO/target/release/cuzk-bench" ]; then
-  (cd "$REPO" && cargo build --release -p cuzkd -p cuzk-cli) || exit 2
-fi
 
 # --- the cached VM image ---------------------------------------------------------------------
 # vm_image_build DIR: builds disk.qcow2 (ext4 on the whole disk, the guest's /dev/vda),
@@ -130,6 +118,27 @@ vm_image() {
   fi
   echo "$dir"
 }
+
+# --prepare: only the tools and the cached image (CI builds them while it compiles and tests:
+# they are downloads and unpacking, not the CPU), then exit.
+if [ "${1:-}" = --prepare ]; then
+  vm_image >/dev/null || { echo "vm.sh: could not build the VM image" >&2; exit 2; }
+  echo "vm.sh --prepare: tools and VM image ready after $(elapsed)"
+  exit 0
+fi
+
+FIXTURE="${CUZK_FIXTURE_DIR:-$HOME/.cache/cuzk/fixtures}/2KiB"
+for f in kinds/winning.json "params/$PROOF_PARAMS.params" "params/$PROOF_PARAMS.vk" parents; do
+  [ -e "$FIXTURE/$f" ] || {
+    echo "vm.sh: no 2 KiB fixture at $FIXTURE ($f missing):" \
+      "run cargo run --release -p cuzk-bench -- gen-fixture --sector-size 2KiB" >&2
+    exit 2
+  }
+done
+
+if [ ! -x "$REPO/target/release/cuzkd" ] || [ ! -x "$REPO/target/release/cuzk-bench" ]; then
+  (cd "$REPO" && cargo build --release -p cuzkd -p cuzk-cli) || exit 2
+fi
 
 IMAGE="$(vm_image)" || { echo "vm.sh: could not build the VM image" >&2; exit 2; }
 echo "VM image ready after $(elapsed): $IMAGE ($(du -sh "$IMAGE/disk.qcow2" | cut -f1))"

@@ -132,7 +132,7 @@ impl ProofInput {
         };
         let raw = std::fs::read(path).with_context(|| {
             format!(
-                "reading the -t {kind} input {} (`cuzk-lab gen-fixture` makes the 2 KiB test ones)",
+                "reading the -t {kind} input {} (--input PATH; `cuzk-lab gen-fixture` makes the 2 KiB test ones)",
                 path.display()
             )
         })?;

@@ -1,5 +1,5 @@
 //! cuzk-bench as a client of a real cuzkd (run in-process on a unix socket, CPU backend):
-//! `batch -t porep -c 3 -j 1` prints the operators' report and all three proofs verify;
+//! `batch -t porep -c 2 -j 1` prints the operators' report and both proofs verify;
 //! `batch -t winning|wpost|snap --input` proves the 2 KiB kind fixtures;
 //! `status`, `metrics`, `preload` and `cancel` talk to the daemon and fail clearly; `status`
 //! carries the bearer token a TCP listener wants.
@@ -62,30 +62,30 @@ fn batch_status_metrics_preload_cancel_against_a_running_daemon() {
     let out_dir = dir.join("proofs");
 
     let o = bench(&[
-        "batch", "-a", &addr, "-t", "porep", "--c1", f.envelope_path().to_str().unwrap(), "-c", "3", "-j", "1",
+        "batch", "-a", &addr, "-t", "porep", "--c1", f.envelope_path().to_str().unwrap(), "-c", "2", "-j", "1",
         "--out-dir", out_dir.to_str().unwrap(),
     ]);
     let (stdout, stderr) = text(&o);
     assert!(o.status.success(), "{stdout}\n{stderr}");
     assert!(
-        stdout.starts_with("=== Batch Benchmark ===\nproof type:  porep\ncount:       3\nconcurrency: 1\n\n  [1/3] COMPLETED — "),
+        stdout.starts_with("=== Batch Benchmark ===\nproof type:  porep\ncount:       2\nconcurrency: 1\n\n  [1/2] COMPLETED — "),
         "{stdout}"
     );
     for want in [
-        "\n  [2/3] COMPLETED — ", "\n  [3/3] COMPLETED — ", "(prove=", "\n\n=== Batch Summary ===\ntotal time:    ",
-        "\ncompleted:     3\nfailed:        0\nwall time:     avg=", "\nprove time:    avg=", "\nthroughput:    ",
+        "\n  [2/2] COMPLETED — ", "(prove=", "\n\n=== Batch Summary ===\ntotal time:    ",
+        "\ncompleted:     2\nfailed:        0\nwall time:     avg=", "\nprove time:    avg=", "\nthroughput:    ",
         " proofs/min (",
     ] {
         assert!(stdout.contains(want), "{want:?} missing from:\n{stdout}");
     }
     let c1 = cuzk_filecoin::parse_c1(&std::fs::read(f.c1_path()).unwrap()).unwrap();
-    for i in 0..3 {
+    for i in 0..2 {
         let proof = std::fs::read(out_dir.join(format!("proof-{i}.bin"))).unwrap();
         assert!(cuzk_filecoin::verify_porep_c2(&c1.output, f.identity(), &proof).unwrap(), "proof {i}");
     }
 
     let (stdout, _) = text(&bench(&["status", "-a", &addr]));
-    assert!(stdout.contains("completed 3, failed 0"), "{stdout}");
+    assert!(stdout.contains("completed 2, failed 0"), "{stdout}");
     assert!(stdout.contains("no GPU: proving on the CPU"), "{stdout}");
     assert!(stdout.contains("porep-2k"), "resident parameters not listed:\n{stdout}");
     let (stdout, _) = text(&bench(&["metrics", "-a", &addr]));
@@ -122,7 +122,7 @@ fn batch_status_metrics_preload_cancel_against_a_running_daemon() {
         }
     }
     let (stdout, _) = text(&bench(&["-a", &addr, "status"]));
-    assert!(stdout.contains("completed 8, failed 0"), "{stdout}");
+    assert!(stdout.contains("completed 7, failed 0"), "{stdout}");
 
     stop.send(()).unwrap();
     daemon.join().unwrap().expect("cuzkd drained and stopped cleanly");

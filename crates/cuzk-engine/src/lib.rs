@@ -79,7 +79,7 @@
 //! - A partition's failure is its job's: the job fails naming the partition, its other
 //!   partitions stop, and it returns everything it held. Partitions proved before a crash
 //!   are redone after it (the spool keeps requests, not partial proofs).
-//! - Only kernels hold the per-device lock ([`runner::DeviceBackend`]).
+//! - Only kernels hold the per-device lock ([`device::DeviceBackend`]).
 //! - Cancellation is cooperative and prompt: checked at every stage boundary and before
 //!   every kernel; a cancelled job drops its synthesized partitions at once.
 //! - Parameters are loaded once per circuit id, count against the host memory budget, and
@@ -97,6 +97,8 @@ pub mod engine;
 pub mod error;
 pub mod job;
 pub mod metrics;
+pub mod device;
+pub mod lane;
 pub mod panic;
 pub mod residency;
 pub mod runner;
@@ -113,7 +115,8 @@ pub use job::{
     PartitionProgress, Priority, ProofKind, StageTimings, Submitted,
 };
 pub use residency::{is_pinned, ResidentStatus};
+pub use device::{Device, DeviceBackend, MemoryProbe};
+pub use lane::on_urgent_lane;
 pub use runner::{
-    on_urgent_lane, CancelToken, Device, DeviceBackend, JobPlan, MemoryProbe, PartitionProof, PartitionWork,
-    PreparedJob, ProofOutput, ProofRunner, ProveContext, SrsRef,
+    CancelToken, JobPlan, PartitionProof, PartitionWork, PreparedJob, ProofOutput, ProofRunner, ProveContext, SrsRef,
 };

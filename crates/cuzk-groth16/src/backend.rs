@@ -229,6 +229,15 @@ pub trait Backend: Send + Sync {
         check: bool,
     ) -> Result<HOutcome, BackendError>;
 
+    /// Whether this backend's H step is the host path ([`crate::hstep::h_msm_via_host`]
+    /// through its own operations, as `h_msm_on_host!` writes it): a wrapper that schedules
+    /// kernels one by one (the engine's device wrapper) may then run the H step through
+    /// itself, kernel by kernel, instead of as one call. Default: false (the backend keeps
+    /// its own H step, as a GPU does).
+    fn h_step_on_host(&self) -> bool {
+        false
+    }
+
     /// Whether this backend keeps every point section of `srs` in memory of its own (a
     /// GPU's resident copies), so that the host copy can be given back
     /// ([`crate::Srs::release_if_held`]). A wrapper must forward it. Default: false.
@@ -244,6 +253,70 @@ pub trait Backend: Send + Sync {
     fn device_lock(&self) -> Option<&crate::region::DeviceLock> {
         None
     }
+}
+
+/// The group and field types the macros of this crate name (`forward_kernels!`), so that a
+/// crate using them needs no blstrs import of its own.
+#[doc(hidden)]
+pub mod macro_types {
+    pub use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
+}
+
+/// The kernel methods of [`Backend`] (`ntt`, `coset_quotient`, `msm_g1`, `msm_g2`, `sum_g1`,
+/// `sum_g2`) for a wrapper, each forwarded as `self.$via(|inner| inner.method(args))`, where
+/// the wrapper's own `fn $via<R>(&self, f: impl FnOnce(&dyn Backend) -> Result<R,
+/// BackendError>) -> Result<R, BackendError>` decides what happens around the call (a lock, a
+/// cancel check, an injected failure). One place for the signatures a wrapper would repeat:
+/// `impl Backend for W { cuzk_groth16::forward_kernels!(via); fn name(..) .. }`.
+#[macro_export]
+macro_rules! forward_kernels {
+    ($via:ident) => {
+        fn ntt(
+            &self,
+            values: &mut [$crate::backend::macro_types::Scalar],
+            direction: $crate::NttDirection,
+        ) -> ::std::result::Result<(), $crate::BackendError> {
+            self.$via(|inner| inner.ntt(values, direction))
+        }
+        fn coset_quotient(
+            &self,
+            a: &mut [$crate::backend::macro_types::Scalar],
+            b: &[$crate::backend::macro_types::Scalar],
+            c: &[$crate::backend::macro_types::Scalar],
+        ) -> ::std::result::Result<(), $crate::BackendError> {
+            self.$via(|inner| inner.coset_quotient(a, b, c))
+        }
+        fn msm_g1(
+            &self,
+            bases: &[$crate::backend::macro_types::G1Affine],
+            selection: $crate::Selection<'_>,
+            scalars: &[$crate::backend::macro_types::Scalar],
+        ) -> ::std::result::Result<$crate::backend::macro_types::G1Projective, $crate::BackendError> {
+            self.$via(|inner| inner.msm_g1(bases, selection, scalars))
+        }
+        fn msm_g2(
+            &self,
+            bases: &[$crate::backend::macro_types::G2Affine],
+            selection: $crate::Selection<'_>,
+            scalars: &[$crate::backend::macro_types::Scalar],
+        ) -> ::std::result::Result<$crate::backend::macro_types::G2Projective, $crate::BackendError> {
+            self.$via(|inner| inner.msm_g2(bases, selection, scalars))
+        }
+        fn sum_g1(
+            &self,
+            bases: &[$crate::backend::macro_types::G1Affine],
+            selection: $crate::Selection<'_>,
+        ) -> ::std::result::Result<$crate::backend::macro_types::G1Projective, $crate::BackendError> {
+            self.$via(|inner| inner.sum_g1(bases, selection))
+        }
+        fn sum_g2(
+            &self,
+            bases: &[$crate::backend::macro_types::G2Affine],
+            selection: $crate::Selection<'_>,
+        ) -> ::std::result::Result<$crate::backend::macro_types::G2Projective, $crate::BackendError> {
+            self.$via(|inner| inner.sum_g2(bases, selection))
+        }
+    };
 }
 
 /// Checks an MSM's arguments: every selected index in range, one scalar per selected base.

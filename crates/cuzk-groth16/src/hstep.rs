@@ -74,8 +74,9 @@ pub fn h_msm_compiled_via_host<B: Backend + ?Sized>(
 }
 
 /// The [`Backend::h_msm`] of a backend that keeps h on the host, [`h_msm_via_host`] through
-/// its own operations: `impl Backend for X { cuzk_groth16::h_msm_on_host!(); ... }`. One
-/// place for the method every such backend (the CPU's, test backends) has.
+/// its own operations: `impl Backend for X { cuzk_groth16::h_msm_on_host!(); ... }`, which
+/// also says so ([`crate::Backend::h_step_on_host`]). One place for the methods every such
+/// backend (the CPU's, test backends) has.
 #[macro_export]
 macro_rules! h_msm_on_host {
     () => {
@@ -97,6 +98,9 @@ macro_rules! h_msm_on_host {
             check: bool,
         ) -> ::std::result::Result<$crate::HOutcome, $crate::BackendError> {
             $crate::hstep::h_msm_compiled_via_host(self, circuit, inputs, aux, h_bases, check)
+        }
+        fn h_step_on_host(&self) -> bool {
+            true
         }
     };
 }

@@ -530,38 +530,16 @@ mod tests {
     /// A backend that says it holds the parameters (as a GPU with them resident does) and
     /// computes on the CPU.
     struct Holding;
+    impl Holding {
+        fn via<R>(&self, f: impl FnOnce(&dyn crate::Backend) -> Result<R, crate::BackendError>) -> Result<R, crate::BackendError> {
+            f(&crate::CpuBackend)
+        }
+    }
     impl crate::Backend for Holding {
         crate::h_msm_on_host!();
+        crate::forward_kernels!(via);
         fn name(&self) -> &'static str {
             "holding"
-        }
-        fn ntt(&self, v: &mut [Scalar], d: crate::NttDirection) -> Result<(), crate::BackendError> {
-            crate::CpuBackend.ntt(v, d)
-        }
-        fn coset_quotient(&self, a: &mut [Scalar], b: &[Scalar], c: &[Scalar]) -> Result<(), crate::BackendError> {
-            crate::CpuBackend.coset_quotient(a, b, c)
-        }
-        fn msm_g1(
-            &self,
-            p: &[G1Affine],
-            sel: crate::Selection<'_>,
-            s: &[Scalar],
-        ) -> Result<G1Projective, crate::BackendError> {
-            crate::CpuBackend.msm_g1(p, sel, s)
-        }
-        fn msm_g2(
-            &self,
-            p: &[G2Affine],
-            sel: crate::Selection<'_>,
-            s: &[Scalar],
-        ) -> Result<G2Projective, crate::BackendError> {
-            crate::CpuBackend.msm_g2(p, sel, s)
-        }
-        fn sum_g1(&self, p: &[G1Affine], sel: crate::Selection<'_>) -> Result<G1Projective, crate::BackendError> {
-            crate::CpuBackend.sum_g1(p, sel)
-        }
-        fn sum_g2(&self, p: &[G2Affine], sel: crate::Selection<'_>) -> Result<G2Projective, crate::BackendError> {
-            crate::CpuBackend.sum_g2(p, sel)
         }
         fn holds_params(&self, _: &Srs) -> bool {
             true

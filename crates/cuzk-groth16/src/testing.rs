@@ -113,45 +113,18 @@ impl FailingBackend {
         self.ran.fetch_add(1, SeqCst);
         Ok(())
     }
+
+    /// A kernel call: the gate, then the inner backend's.
+    fn via<R>(&self, f: impl FnOnce(&dyn crate::Backend) -> Result<R, crate::BackendError>) -> Result<R, crate::BackendError> {
+        self.gate()?;
+        f(&*self.inner)
+    }
 }
 
 impl crate::Backend for FailingBackend {
+    crate::forward_kernels!(via);
     fn name(&self) -> &'static str {
         self.inner.name()
-    }
-    fn ntt(&self, values: &mut [Fr], d: crate::NttDirection) -> Result<(), crate::BackendError> {
-        self.gate()?;
-        self.inner.ntt(values, d)
-    }
-    fn coset_quotient(&self, a: &mut [Fr], b: &[Fr], c: &[Fr]) -> Result<(), crate::BackendError> {
-        self.gate()?;
-        self.inner.coset_quotient(a, b, c)
-    }
-    fn msm_g1(
-        &self,
-        bases: &[blstrs::G1Affine],
-        sel: crate::Selection<'_>,
-        s: &[Fr],
-    ) -> Result<blstrs::G1Projective, crate::BackendError> {
-        self.gate()?;
-        self.inner.msm_g1(bases, sel, s)
-    }
-    fn msm_g2(
-        &self,
-        bases: &[blstrs::G2Affine],
-        sel: crate::Selection<'_>,
-        s: &[Fr],
-    ) -> Result<blstrs::G2Projective, crate::BackendError> {
-        self.gate()?;
-        self.inner.msm_g2(bases, sel, s)
-    }
-    fn sum_g1(&self, bases: &[blstrs::G1Affine], sel: crate::Selection<'_>) -> Result<blstrs::G1Projective, crate::BackendError> {
-        self.gate()?;
-        self.inner.sum_g1(bases, sel)
-    }
-    fn sum_g2(&self, bases: &[blstrs::G2Affine], sel: crate::Selection<'_>) -> Result<blstrs::G2Projective, crate::BackendError> {
-        self.gate()?;
-        self.inner.sum_g2(bases, sel)
     }
     fn h_msm(
         &self,
@@ -173,6 +146,9 @@ impl crate::Backend for FailingBackend {
     ) -> Result<crate::HOutcome, crate::BackendError> {
         self.gate()?;
         self.inner.h_msm_compiled(circuit, inputs, aux, h_bases, check)
+    }
+    fn h_step_on_host(&self) -> bool {
+        self.inner.h_step_on_host()
     }
     fn holds_params(&self, srs: &crate::Srs) -> bool {
         self.inner.holds_params(srs)

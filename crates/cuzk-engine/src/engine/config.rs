@@ -22,7 +22,7 @@ pub struct EngineConfig {
     /// while every `synthesis_workers` thread is inside a 32 GiB partition (seconds to tens
     /// of seconds) starts at once on one of these, and its synthesis runs at the process's
     /// CPU priority rather than the lower one of bulk synthesis (see the runner's
-    /// [`crate::runner::on_urgent_lane`]). The first of them takes Critical jobs only
+    /// [`crate::lane::on_urgent_lane`]). The first of them takes Critical jobs only
     /// (WinningPoSt): a 32 GiB WindowPoSt partition holds a thread for 27 s alone on 16 cores
     /// and up to 63 s beside other synthesis, so High jobs take the others, and the bulk
     /// threads ahead of every Normal or Low job.

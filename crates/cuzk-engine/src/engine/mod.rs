@@ -23,13 +23,13 @@
 //!   jobs only, so a WindowPoSt partition (27-63 s of synthesis at 32 GiB) never holds the
 //!   thread a WinningPoSt needs; a High job goes to the lane's other threads, if any, or
 //!   waits at most for a bulk thread's partition, ahead of every Normal or Low job. The
-//!   runner sees the lane ([`crate::runner::on_urgent_lane`]) and may synthesize at a
+//!   runner sees the lane ([`crate::lane::on_urgent_lane`]) and may synthesize at a
 //!   higher CPU priority.
 //! - `gpu_workers_per_device x devices` worker threads take the synthesized partition of the
 //!   highest-priority job, on any device: a higher-priority job's partitions go before the
 //!   remaining ones of a lower job, so an urgent proof waits for at most the partition in
 //!   flight on each worker. Kernels run under the per-device lock
-//!   ([`crate::runner::DeviceBackend`]); everything else runs outside it.
+//!   ([`crate::device::DeviceBackend`]); everything else runs outside it.
 //!   A worker whose proof fails in the device's backend (`RunError::Device`) marks its
 //!   device unhealthy: that device's workers take no partition until a reconfigure, and the
 //!   partition is synthesized again for another device (the rule is in `queue`).
@@ -65,7 +65,8 @@ pub use status::{DeviceStatus, DrainReport, EngineState, EngineStatus, QueueStat
 use crate::error::EngineError;
 use crate::job::*;
 use crate::residency::Residency;
-use crate::runner::{Device, ProofRunner};
+use crate::device::Device;
+use crate::runner::ProofRunner;
 use crate::spool::Spool;
 use queue::{DeviceHealth, Lane, SchedulerState};
 
@@ -78,7 +79,7 @@ struct EngineShared {
     config: Mutex<EngineConfig>,
     runner: Arc<dyn ProofRunner>,
     devices: Vec<Device>,
-    /// Per device, the lock for a backend without its own ([`crate::runner::DeviceBackend`]).
+    /// Per device, the lock for a backend without its own ([`crate::device::DeviceBackend`]).
     device_locks: Vec<DeviceLock>,
     spool: Spool,
     srs: Residency<Srs>,

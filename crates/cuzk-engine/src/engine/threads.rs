@@ -10,13 +10,14 @@ use super::queue::{partition_message, Lane, PartitionOutcome, ProveTask, Synthes
 use super::*;
 use crate::error::RunError;
 use crate::panic::contained;
-use crate::runner::{CancelToken, DeviceBackend, PartitionProof, PreparedJob, ProveContext};
+use crate::device::DeviceBackend;
+use crate::runner::{CancelToken, PartitionProof, PreparedJob, ProveContext};
 
 impl Engine {
     pub(super) fn synthesis_loop(&self, lane: Lane, index: usize) {
         let shared = &*self.shared;
         if lane == Lane::Urgent {
-            crate::runner::mark_urgent_lane();
+            crate::lane::mark_urgent_lane();
         }
         loop {
             let task = {
