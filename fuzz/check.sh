@@ -4,12 +4,15 @@
 # runs (.ci/run); see fuzz/README.md.
 #
 #   fuzz/check.sh [seconds per target, default 30] [target...]
+#   fuzz/check.sh --build-only     # cargo-fuzz and the instrumented build, nothing run
 #
 # New inputs a run finds go to a temporary directory, not into corpus/: the committed corpus
 # changes only by hand (minimized, README.md "Corpus"). The build is instrumented, so it has
 # its own target directory: $CUZK_FUZZ_TARGET_DIR, default fuzz/target.
 set -euo pipefail
 cd "$(dirname "$0")"
+build_only=0
+if [ "${1:-}" = --build-only ]; then build_only=1; shift; fi
 secs="${1:-30}"
 shift || true
 targets=("$@")
@@ -29,6 +32,7 @@ flags=(-O -a -s none --target-dir "${CUZK_FUZZ_TARGET_DIR:-target}")
 start=$(date +%s)
 cargo fuzz build "${flags[@]}"
 echo "fuzz: build took $(( $(date +%s) - start )) s"
+[ "$build_only" = 0 ] || exit 0
 
 # run_target T: T for $secs seconds over its corpus; its summary (and the log's tail when it
 # fails) goes to $results/T.out, its exit status to $results/T.rc.

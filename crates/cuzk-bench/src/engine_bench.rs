@@ -1,4 +1,4 @@
-//! `cuzk-bench engine-bench`: N proofs of one shape-only input through cuzk's engine (its
+//! `cuzk-lab engine-bench`: N proofs of one shape-only input through cuzk's engine (its
 //! queue, memory budget, synthesis threads and device workers), never the daemon. The input
 //! is a PoRep C1 output (cuzk_filecoin::shape_c1) or a WinningPoSt, WindowPoSt or SnapDeals
 //! kind input (cuzk_filecoin::shape_kinds), as `gen-fixture --shape-only` writes them.
@@ -33,7 +33,7 @@ use crate::engine_report::{
 
 #[derive(clap::Args)]
 pub struct EngineBenchArgs {
-    /// A shape-only input (`cuzk-bench gen-fixture --sector-size 32GiB --shape-only`): its
+    /// A shape-only input (`cuzk-lab gen-fixture --sector-size 32GiB --shape-only`): its
     /// C1 output (PoRep) or one of its kind inputs, `kinds/{winning,window,snap}.shape-only.json`.
     #[arg(long, alias = "input")]
     pub c1: PathBuf,

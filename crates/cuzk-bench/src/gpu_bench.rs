@@ -1,4 +1,4 @@
-//! `cuzk-bench gpu-bench`: the GPU backend's table of issue #3.
+//! `cuzk-lab gpu-bench`: the GPU backend's table of issue #3.
 //!
 //! Each row: the whole Backend call ("total": host data in, result out), the kernels alone
 //! (events on the compute stream), the floor worked out from the rates measured on the H200

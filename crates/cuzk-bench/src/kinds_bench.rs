@@ -1,4 +1,4 @@
-//! `cuzk-bench kinds-bench`: WinningPoSt, a WindowPoSt partition and SnapDeals on the 2 KiB
+//! `cuzk-lab kinds-bench`: WinningPoSt, a WindowPoSt partition and SnapDeals on the 2 KiB
 //! fixtures (a really sealed and updated sector: these proofs verify), cuzk's prover on the
 //! chosen backend against filecoin-proofs' own `generate_*_with_vanilla` (bellperson on the
 //! CPU) in the same run. Parameters are loaded once for both sides before the rounds (cuzk's

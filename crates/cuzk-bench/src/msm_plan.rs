@@ -1,4 +1,4 @@
-//! `cuzk-bench msm-plan`: the floors and costs of the H MSM's levers (issue #35) and the
+//! `cuzk-lab msm-plan`: the floors and costs of the H MSM's levers (issue #35) and the
 //! plan's choices, from the plan's own functions (`cuzk_gpu::choose_multiples`,
 //! `modeled_ms`, `multiples_room`): no GPU, nothing measured here. Per window width: bucket
 //! additions, bucket memory, the scatter's cursors and open write fronts, the VRAM one more

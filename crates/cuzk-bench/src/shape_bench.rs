@@ -1,4 +1,4 @@
-//! `cuzk-bench shape-bench`: the prover's own code path (`cuzk_groth16::prove`, as every
+//! `cuzk-lab shape-bench`: the prover's own code path (`cuzk_groth16::prove`, as every
 //! real proof runs it) at a partition's shape, without a sector or its parameter file.
 //!
 //! The inputs are shape-only (cuzk_groth16::shape): random parameters with the exact

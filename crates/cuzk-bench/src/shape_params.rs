@@ -1,4 +1,4 @@
-//! `cuzk-bench shape-params`: random parameters of a shape-only input's exact circuit (a C1
+//! `cuzk-lab shape-params`: random parameters of a shape-only input's exact circuit (a C1
 //! output, or a WinningPoSt, WindowPoSt or SnapDeals kind input),
 //! written under the names filecoin-proofs gives the real ones (`.params`, `.vk`, `.meta`), for
 //! provers that read their parameters from disk: the comparison of issue #36, where cuzk,

@@ -310,7 +310,7 @@ pub struct FixtureCircuit<'a, C> {
 }
 
 /// Receives the circuits of [`fixture_circuits`]: the fixtures write their parameters
-/// ([`WriteParams`]), cuzk-bench's setup bench times generators on them.
+/// ([`WriteParams`]), cuzk-lab's setup-bench times generators on them.
 pub trait CircuitSink {
     fn circuit<C: bellperson::Circuit<blstrs::Scalar>>(&mut self, c: FixtureCircuit<'_, C>) -> Result<()>;
 }

@@ -46,7 +46,7 @@ pub mod porep_circuit;
 pub mod post;
 pub mod runner;
 /// Satisfying C1 outputs at any interactive PoRep size without sealing (test inputs that
-/// verify): tests and cuzk-bench, never the daemon.
+/// verify): tests and cuzk-lab, never the daemon.
 #[cfg(any(test, feature = "testing"))]
 pub mod satisfying_c1;
 /// Shape-only C1 outputs for benches (they cannot verify): never the daemon.

@@ -31,7 +31,7 @@
 //! `leaf_r_old + leaf_d_new * rho(phi, high bits)`. comm_r_old and comm_r_new are
 //! `H(comm_c, root)`; everything else is random.
 //!
-//! On disk (`cuzk-bench gen-fixture --shape-only`): `kinds/{winning,window,snap}.shape-only.json`,
+//! On disk (`cuzk-lab gen-fixture --shape-only`): `kinds/{winning,window,snap}.shape-only.json`,
 //! the [`KindInput`] JSON with the shape-only field first ([`shape_only_kind_json`]).
 
 use anyhow::{ensure, Context, Result};

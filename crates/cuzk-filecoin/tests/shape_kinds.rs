@@ -135,7 +135,7 @@ fn shape_only_post_at_2kib_has_the_real_circuits_and_the_daemon_refuses_it() {
 }
 
 /// Every sector size, 32 and 64 GiB included: WinningPoSt whole, WindowPoSt with 3 of its
-/// sectors (the circuit pads a partition to its full count; `cuzk-bench gen-fixture
+/// sectors (the circuit pads a partition to its full count; `cuzk-lab gen-fixture
 /// --shape-only` writes the full one). The bench-only constructor runs the job's shape checks
 /// (the sector count, `challenge_count` inclusion proofs per sector, each path of the tree
 /// type's arities and `base_path_length` levels, all derived from the proof type's public

@@ -1,6 +1,6 @@
 //! Progress of long work (a parameter setup, a fixture's sealing), reported to whoever
 //! shows it: the libraries name their stages and count their units, a binary draws them
-//! (cuzk-bench: a bar on a terminal, plain lines in a pipe). Nothing here prints.
+//! (cuzk-lab: a bar on a terminal, plain lines in a pipe). Nothing here prints.
 
 /// A receiver of progress. Stages come one after another: `stage` starts one (with the
 /// units it will take, 0 when unknown), `advance` counts units done, `finish` ends it.

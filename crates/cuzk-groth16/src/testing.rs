@@ -68,7 +68,7 @@ impl Circuit<Fr> for SyntheticCircuit {
 /// Any backend, failing on command as a lost GPU does (`BackendError::Unavailable`, whose
 /// reason names the injection): every call after the first `fail_after(n)` ones fails,
 /// until `recover`. Counts the calls that ran and the ones that failed. For tests and
-/// benches of what a scheduler does with a failing device (`cuzk-bench engine-bench
+/// benches of what a scheduler does with a failing device (`cuzk-lab engine-bench
 /// --fail-device`); every other method is forwarded, the inner backend's own H step,
 /// resident parameters and device lock included.
 pub struct FailingBackend {

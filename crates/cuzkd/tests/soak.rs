@@ -117,7 +117,10 @@ impl PreparedJob for SyntheticJob {
     fn finish(&self, _: Vec<PartitionProof>, _: &CancelToken) -> Result<ProofOutput, RunError> {
         use std::io::Write;
         let mut log = std::fs::OpenOptions::new().create(true).append(true).open(&self.log).unwrap();
-        writeln!(log, "{}", self.id).unwrap();
+        // One write of the whole line: `writeln!` writes the id and the newline apart, and a
+        // kill -9 between the two left an id without its newline, run together with the next
+        // one (a soak run failed on such a line, 2026-12-08).
+        log.write_all(format!("{}\n", self.id).as_bytes()).unwrap();
         Ok(ProofOutput { proof: synthetic_proof(&self.id, &self.payload), ..Default::default() })
     }
 }

@@ -47,7 +47,7 @@ pub(crate) fn room(budget: usize, resident: usize, n: usize, work: usize) -> usi
 
 /// The room for multiples of a call of `n` points over resident bases with scalars on the
 /// device (the H MSM), default tuning, on a device of `budget` bytes holding `resident`
-/// bytes: what the plan may spend (benches print it, `cuzk-bench msm-plan`).
+/// bytes: what the plan may spend (benches print it, `cuzk-lab msm-plan`).
 pub fn multiples_room(budget: usize, resident: usize, n: usize) -> usize {
     let work = plan::<super::G1>(n, PointSource::Resident { indexed: false }, ScalarKind::Device, &GpuTuning::default(), usize::MAX)
         .map_or(0, |p| p.work_bytes);
